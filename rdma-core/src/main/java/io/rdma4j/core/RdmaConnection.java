@@ -1,0 +1,71 @@
+package io.rdma4j.core;
+
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A reliable connection to one peer. One-sided {@link #read}/{@link #write} reach the peer's registered
+ * regions without involving the peer's application; {@link #send}/{@link #receive} carry small control
+ * messages (up to {@link TransportConfig#maxMessageSize()}), in order.
+ *
+ * <p>Every operation is asynchronous. At most {@link TransportConfig#maxOutstandingOperations()} are in
+ * flight per connection: beyond that the calling thread waits (back-pressure), and fails with
+ * {@link RdmaTimeoutException} if no slot frees up within the operation timeout. Futures complete off
+ * the provider's I/O threads, so callbacks may block or issue further operations.
+ *
+ * <p>Failures: {@link RemoteAccessException} (key, bounds, rights), {@link RdmaTimeoutException} (the
+ * connection is then closed), {@link ConnectionClosedException} (closed or peer died),
+ * {@link ProtocolException}; the sink's content is undefined after a failed read.
+ */
+public interface RdmaConnection extends AutoCloseable {
+
+    /**
+     * Reads {@code sink.byteSize()} bytes from {@code remoteOffset} of the remote region into
+     * {@code sink}, which must lie inside a region registered with this transport with
+     * {@link Access#LOCAL_WRITE}. Any length is allowed: large reads are split as the provider needs.
+     */
+    CompletableFuture<Void> read(RegionDescriptor remote, long remoteOffset, MemorySegment sink);
+
+    /**
+     * Many reads at once (providers post them together where they can). The future completes when all
+     * have; it fails with the first failure, after every read has finished one way or the other.
+     */
+    CompletableFuture<Void> readAll(List<ReadRequest> reads);
+
+    /**
+     * Writes {@code source} to {@code remoteOffset} of the remote region, which must have been registered
+     * with {@link Access#REMOTE_WRITE}. {@code source} must lie inside a region registered with this
+     * transport.
+     */
+    CompletableFuture<Void> write(RegionDescriptor remote, long remoteOffset, MemorySegment source);
+
+    /** Sends a message of at most {@link TransportConfig#maxMessageSize()} bytes; copied before return. */
+    CompletableFuture<Void> send(ByteBuffer message);
+
+    /** Sends a message; see {@link #send(ByteBuffer)}. */
+    default CompletableFuture<Void> send(byte[] message) {
+        return send(ByteBuffer.wrap(message));
+    }
+
+    /** The next message from the peer, in the order sent. Fails with the cause once the connection closes. */
+    CompletableFuture<ByteBuffer> receive();
+
+    InetSocketAddress remoteAddress();
+
+    InetSocketAddress localAddress();
+
+    /** The provider this connection runs on. */
+    String provider();
+
+    boolean isOpen();
+
+    /** Operations this connection has started and not yet finished. */
+    int outstandingOperations();
+
+    /** Closes the connection: pending operations fail with {@link ConnectionClosedException}. Idempotent. */
+    @Override
+    void close();
+}

@@ -1,0 +1,77 @@
+package io.rdma4j.core;
+
+import io.rdma4j.core.internal.DefaultRdmaTransport;
+import io.rdma4j.core.metrics.TransportMetrics;
+import io.rdma4j.core.pool.PoolConfig;
+import io.rdma4j.core.pool.RegisteredBufferPool;
+
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+
+/**
+ * The entry point: one transport per process (or per framework component) on one provider. Open it,
+ * register memory, listen and connect, and close it when done.
+ *
+ * <pre>{@code
+ * try (RdmaTransport transport = RdmaTransport.open(TransportConfig.defaults())) {
+ *     System.out.println("running on " + transport.selection());
+ *     RegisteredRegion region = transport.register(segment, Access.remoteRead());
+ *     ...
+ * }
+ * }</pre>
+ */
+public interface RdmaTransport extends AutoCloseable {
+
+    /**
+     * Opens a transport on the provider the config asks for: {@code auto} takes verbs when a usable
+     * RDMA device exists and tcp otherwise; a named provider that cannot run here fails with
+     * {@link ProviderUnavailableException} saying why and what to do.
+     */
+    static RdmaTransport open(TransportConfig config) {
+        return DefaultRdmaTransport.open(config);
+    }
+
+    /** The chosen provider and why. */
+    ProviderSelection selection();
+
+    /** The chosen provider's name, e.g. {@code verbs} or {@code tcp}. */
+    default String provider() {
+        return selection().provider();
+    }
+
+    TransportConfig config();
+
+    /**
+     * Registers native memory (from an {@link java.lang.foreign.Arena} or a mapped file). The memory must
+     * stay alive until the region is closed. A read-only segment (a file mapped read-only) can only be
+     * registered for {@link Access#REMOTE_READ}.
+     */
+    RegisteredRegion register(MemorySegment segment, Set<Access> access);
+
+    /** Listens on {@code address} (port 0 picks a free one); peers may connect and access regions. */
+    RdmaListener listen(InetSocketAddress address, Consumer<RdmaConnection> onAccept);
+
+    /** Listens without an accept handler: peers can still read/write regions one-sided. */
+    default RdmaListener listen(InetSocketAddress address) {
+        return listen(address, connection -> { });
+    }
+
+    /** Connects to a peer's listener; fails with {@link RdmaTimeoutException} after the connect timeout. */
+    CompletableFuture<RdmaConnection> connect(InetSocketAddress address);
+
+    /** A pool of registered buffers owned by this transport (closed with it). */
+    RegisteredBufferPool createBufferPool(PoolConfig config);
+
+    /** Counts, bytes and latency of this transport's operations. */
+    TransportMetrics metrics();
+
+    /** Regions currently registered. */
+    int registeredRegions();
+
+    /** Stops listeners, closes connections (failing pending operations), deregisters regions, closes the provider. */
+    @Override
+    void close();
+}

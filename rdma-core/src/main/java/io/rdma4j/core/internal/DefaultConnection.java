@@ -1,0 +1,422 @@
+package io.rdma4j.core.internal;
+
+import io.rdma4j.core.Access;
+import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaException;
+import io.rdma4j.core.RdmaTimeoutException;
+import io.rdma4j.core.ReadRequest;
+import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.core.RemoteAccessException;
+import io.rdma4j.core.metrics.OperationType;
+import io.rdma4j.core.spi.ConnectionEvents;
+import io.rdma4j.core.spi.ProviderConnection;
+
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+
+/**
+ * The provider-independent connection: checks, back-pressure, timeouts, splitting, metrics and the
+ * inbox of two-sided messages.
+ */
+final class DefaultConnection implements RdmaConnection, ConnectionEvents {
+
+    /** A peer may queue this many unreceived messages; more means it ignores flow control. */
+    static final int MAX_UNRECEIVED_MESSAGES = 4096;
+    private static final int BATCH_GROUP = 64;
+
+    private final DefaultRdmaTransport transport;
+    private final ProviderConnection pc;
+    private final Semaphore permits;
+    private final AtomicInteger outstanding = new AtomicInteger();
+    private final Duration timeout;
+    private final ArrayDeque<ByteBuffer> inbox = new ArrayDeque<>();
+    private final ArrayDeque<CompletableFuture<ByteBuffer>> waiters = new ArrayDeque<>();
+    private volatile RdmaException closedCause;
+
+    DefaultConnection(DefaultRdmaTransport transport, ProviderConnection pc) {
+        this.transport = transport;
+        this.pc = pc;
+        this.permits = new Semaphore(transport.config().maxOutstandingOperations());
+        this.timeout = transport.config().operationTimeout();
+    }
+
+    // ---- one-sided ----
+
+    @Override
+    public CompletableFuture<Void> read(RegionDescriptor remote, long remoteOffset, MemorySegment sink) {
+        return readAll(List.of(new ReadRequest(remote, remoteOffset, sink)));
+    }
+
+    @Override
+    public CompletableFuture<Void> readAll(List<ReadRequest> reads) {
+        try {
+            checkOpen();
+            List<Op> ops = new ArrayList<>(reads.size());
+            for (ReadRequest r : reads) {
+                checkRemote(r.remote(), r.remoteOffset(), r.sink().byteSize(), Access.REMOTE_READ);
+                DefaultRegion local = transport.localRegion(r.sink(), Access.LOCAL_WRITE);
+                split(ops, r.remote(), r.remoteOffset(), r.sink(), local);
+            }
+            List<CompletableFuture<Void>> results = new ArrayList<>(ops.size());
+            for (int from = 0; from < ops.size(); from += BATCH_GROUP) {
+                List<Op> group = ops.subList(from, Math.min(ops.size(), from + BATCH_GROUP));
+                results.addAll(startGroup(OperationType.READ, group));
+            }
+            return allOf(results);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    @Override
+    public CompletableFuture<Void> write(RegionDescriptor remote, long remoteOffset, MemorySegment source) {
+        try {
+            checkOpen();
+            checkRemote(remote, remoteOffset, source.byteSize(), Access.REMOTE_WRITE);
+            DefaultRegion local = transport.localRegion(source, null);
+            List<Op> ops = new ArrayList<>();
+            split(ops, remote, remoteOffset, source, local);
+            List<CompletableFuture<Void>> results = new ArrayList<>(ops.size());
+            for (Op op : ops) {
+                results.add(start(OperationType.WRITE, op.local.byteSize(), op.region,
+                        () -> pc.write(op.remoteAddress, op.key, op.local, op.region.providerRegion())));
+            }
+            return allOf(results);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    private void checkRemote(RegionDescriptor remote, long offset, long length, Access right) {
+        if (!remote.provider().equals(transport.provider())) {
+            throw new IllegalArgumentException("descriptor of a '" + remote.provider() + "' region cannot be used on a '"
+                    + transport.provider() + "' connection");
+        }
+        remote.checkRange(offset, length);
+        if (!remote.allows(right)) {
+            throw new RemoteAccessException(RemoteAccessException.Reason.ACCESS_DENIED,
+                    "the remote region was not registered with " + right);
+        }
+    }
+
+    private void split(List<Op> ops, RegionDescriptor remote, long remoteOffset, MemorySegment local, DefaultRegion region) {
+        long max = transport.maxOperationLength();
+        long length = local.byteSize();
+        long done = 0;
+        do {
+            long n = Math.min(max, length - done);
+            ops.add(new Op(remote.address() + remoteOffset + done, remote.key(), local.asSlice(done, n), region));
+            done += n;
+        } while (done < length);
+    }
+
+    private List<CompletableFuture<Void>> startGroup(OperationType type, List<Op> group) {
+        List<CompletableFuture<Void>> results = new ArrayList<>(group.size());
+        if (group.size() == 1) {
+            Op op = group.getFirst();
+            results.add(start(type, op.local.byteSize(), op.region,
+                    () -> pc.read(op.remoteAddress, op.key, op.local, op.region.providerRegion())));
+            return results;
+        }
+        List<ProviderConnection.ProviderRead> batch = new ArrayList<>(group.size());
+        List<Tracker> trackers = new ArrayList<>(group.size());
+        try {
+            for (Op op : group) {
+                trackers.add(begin(type, op.local.byteSize(), op.region));
+                batch.add(new ProviderConnection.ProviderRead(op.remoteAddress, op.key, op.local, op.region.providerRegion()));
+            }
+        } catch (RuntimeException e) {
+            for (Tracker t : trackers) {
+                t.finish(null, e);
+            }
+            throw e;
+        }
+        List<CompletableFuture<Void>> posted;
+        try {
+            posted = pc.readAll(batch);
+        } catch (RuntimeException e) {
+            posted = new ArrayList<>();
+            for (int i = 0; i < batch.size(); i++) {
+                posted.add(CompletableFuture.failedFuture(e));
+            }
+        }
+        for (int i = 0; i < trackers.size(); i++) {
+            results.add(trackers.get(i).follow(posted.get(i)));
+        }
+        return results;
+    }
+
+    private CompletableFuture<Void> start(OperationType type, long bytes, DefaultRegion region,
+                                          Supplier<CompletableFuture<Void>> action) {
+        Tracker t = begin(type, bytes, region);
+        CompletableFuture<Void> providerFuture;
+        try {
+            providerFuture = action.get();
+        } catch (RuntimeException e) {
+            providerFuture = CompletableFuture.failedFuture(e);
+        }
+        return t.follow(providerFuture);
+    }
+
+    /** Takes a back-pressure permit and pins the local region; the tracker gives both back. */
+    private Tracker begin(OperationType type, long bytes, DefaultRegion region) {
+        acquirePermit();
+        if (region != null && !region.pin()) {
+            permits.release();
+            throw new IllegalStateException("the local region was closed");
+        }
+        outstanding.incrementAndGet();
+        transport.metrics().operationStarted();
+        return new Tracker(type, bytes, region);
+    }
+
+    private void acquirePermit() {
+        boolean acquired;
+        try {
+            acquired = permits.tryAcquire(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RdmaException("interrupted while waiting for an operation slot", e);
+        }
+        if (!acquired) {
+            throw new RdmaTimeoutException("no operation slot freed within " + timeout + " ("
+                    + transport.config().maxOutstandingOperations() + " operations outstanding on " + this + ")");
+        }
+        RdmaException cause = closedCause;
+        if (cause != null) {
+            permits.release();
+            throw closed(cause);
+        }
+    }
+
+    /** One provider operation in flight: times it out, and completes the user's future off the I/O thread. */
+    private final class Tracker {
+        private final OperationType type;
+        private final long bytes;
+        private final DefaultRegion region;
+        private final long startNanos = System.nanoTime();
+        private final CompletableFuture<Void> result = new CompletableFuture<>();
+        private volatile RdmaTimeoutException timedOut;
+
+        Tracker(OperationType type, long bytes, DefaultRegion region) {
+            this.type = type;
+            this.bytes = bytes;
+            this.region = region;
+        }
+
+        CompletableFuture<Void> follow(CompletableFuture<Void> providerFuture) {
+            var timer = transport.timers().schedule(this::onTimeout, timeout.toNanos(), TimeUnit.NANOSECONDS);
+            providerFuture.whenComplete((v, error) -> {
+                timer.cancel(false);
+                finish(v, error);
+            });
+            return result;
+        }
+
+        private void onTimeout() {
+            timedOut = new RdmaTimeoutException(type.tagValue() + " of " + bytes + " bytes did not complete within "
+                    + timeout + "; closing " + DefaultConnection.this + " (peer unresponsive)");
+            // Closing makes the provider fail the operation; we report the timeout only once the provider
+            // has let go of the buffer, so nothing lands in it after the caller sees the failure.
+            closeWith(timedOut);
+        }
+
+        void finish(Void v, Throwable error) {
+            permits.release();
+            outstanding.decrementAndGet();
+            if (region != null) {
+                region.unpin();
+            }
+            Throwable cause = error == null ? null : unwrap(error);
+            if (cause != null && timedOut != null) {
+                cause = timedOut;
+            }
+            transport.metrics().operationFinished(type, bytes, System.nanoTime() - startNanos, cause == null);
+            Throwable failure = cause;
+            transport.completions().execute(() -> {
+                if (failure == null) {
+                    result.complete(null);
+                } else {
+                    result.completeExceptionally(failure);
+                }
+            });
+        }
+    }
+
+    private static Throwable unwrap(Throwable t) {
+        while (t instanceof CompletionException && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t;
+    }
+
+    private static CompletableFuture<Void> allOf(List<CompletableFuture<Void>> futures) {
+        if (futures.size() == 1) {
+            return futures.getFirst();
+        }
+        CompletableFuture<Void> all = CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new));
+        // Fail with the first failure itself, not a CompletionException wrapper.
+        return all.handle((v, error) -> {
+            if (error != null) {
+                for (CompletableFuture<Void> f : futures) {
+                    if (f.isCompletedExceptionally()) {
+                        throw new CompletionException(unwrap(f.exceptionNow()));
+                    }
+                }
+                throw new CompletionException(unwrap(error));
+            }
+            return null;
+        });
+    }
+
+    private record Op(long remoteAddress, long key, MemorySegment local, DefaultRegion region) {
+    }
+
+    // ---- two-sided ----
+
+    @Override
+    public CompletableFuture<Void> send(ByteBuffer message) {
+        try {
+            checkOpen();
+            int size = message.remaining();
+            if (size > transport.config().maxMessageSize()) {
+                throw new IllegalArgumentException("message of " + size + " bytes exceeds max-message-size "
+                        + transport.config().maxMessageSize());
+            }
+            ByteBuffer copy = ByteBuffer.allocate(size).put(message.duplicate()).flip();
+            return start(OperationType.SEND, size, null, () -> pc.send(copy));
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    @Override
+    public CompletableFuture<ByteBuffer> receive() {
+        synchronized (inbox) {
+            ByteBuffer next = inbox.pollFirst();
+            if (next != null) {
+                return CompletableFuture.completedFuture(next);
+            }
+            if (closedCause != null) {
+                return CompletableFuture.failedFuture(closed(closedCause));
+            }
+            CompletableFuture<ByteBuffer> waiter = new CompletableFuture<>();
+            waiters.addLast(waiter);
+            return waiter;
+        }
+    }
+
+    @Override
+    public void onMessage(ByteBuffer message) {
+        transport.metrics().recordCompleted(OperationType.RECEIVE, message.remaining(), 0, true);
+        CompletableFuture<ByteBuffer> waiter;
+        synchronized (inbox) {
+            waiter = waiters.pollFirst();
+            if (waiter == null) {
+                if (inbox.size() >= MAX_UNRECEIVED_MESSAGES) {
+                    waiter = null;
+                } else {
+                    inbox.addLast(message.asReadOnlyBuffer());
+                    return;
+                }
+            }
+        }
+        if (waiter == null) {
+            closeWith(new RdmaException("peer sent more than " + MAX_UNRECEIVED_MESSAGES
+                    + " messages that were not received; closing " + this));
+            return;
+        }
+        CompletableFuture<ByteBuffer> w = waiter;
+        ByteBuffer m = message.asReadOnlyBuffer();
+        transport.completions().execute(() -> w.complete(m));
+    }
+
+    @Override
+    public void onClosed(Throwable cause) {
+        RdmaException reason = cause instanceof RdmaException r ? r
+                : new ConnectionClosedException("connection to " + pc.remoteAddress() + " failed", cause);
+        List<CompletableFuture<ByteBuffer>> toFail;
+        synchronized (inbox) {
+            if (closedCause == null) {
+                closedCause = reason;
+            }
+            toFail = new ArrayList<>(waiters);
+            waiters.clear();
+        }
+        RdmaException failure = closed(closedCause);
+        for (CompletableFuture<ByteBuffer> w : toFail) {
+            transport.completions().execute(() -> w.completeExceptionally(failure));
+        }
+        transport.connectionClosed(this);
+    }
+
+    private static RdmaException closed(RdmaException cause) {
+        return cause instanceof ConnectionClosedException || cause instanceof RdmaTimeoutException ? cause
+                : new ConnectionClosedException("connection closed: " + cause.getMessage(), cause);
+    }
+
+    // ---- lifecycle ----
+
+    private void checkOpen() {
+        RdmaException cause = closedCause;
+        if (cause != null) {
+            throw closed(cause);
+        }
+    }
+
+    private void closeWith(RdmaException cause) {
+        synchronized (inbox) {
+            if (closedCause == null) {
+                closedCause = cause;
+            }
+        }
+        pc.close();
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return pc.remoteAddress();
+    }
+
+    @Override
+    public InetSocketAddress localAddress() {
+        return pc.localAddress();
+    }
+
+    @Override
+    public String provider() {
+        return transport.provider();
+    }
+
+    @Override
+    public boolean isOpen() {
+        return closedCause == null;
+    }
+
+    @Override
+    public int outstandingOperations() {
+        return outstanding.get();
+    }
+
+    @Override
+    public void close() {
+        closeWith(new ConnectionClosedException("connection to " + pc.remoteAddress() + " was closed locally"));
+    }
+
+    @Override
+    public String toString() {
+        return "RdmaConnection[" + transport.provider() + " " + pc.localAddress() + " -> " + pc.remoteAddress() + "]";
+    }
+}

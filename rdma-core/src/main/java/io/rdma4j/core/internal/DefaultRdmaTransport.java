@@ -1,0 +1,247 @@
+package io.rdma4j.core.internal;
+
+import io.rdma4j.core.Access;
+import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.ProviderSelection;
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaListener;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.TransportConfig;
+import io.rdma4j.core.metrics.TransportMetrics;
+import io.rdma4j.core.pool.PoolConfig;
+import io.rdma4j.core.pool.RegisteredBufferPool;
+import io.rdma4j.core.spi.ProviderConnection;
+import io.rdma4j.core.spi.ProviderListener;
+import io.rdma4j.core.spi.ProviderRegion;
+import io.rdma4j.core.spi.ProviderTransport;
+
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+
+/** The transport every provider runs under: it owns the semantics that must not differ between providers. */
+public final class DefaultRdmaTransport implements RdmaTransport {
+
+    private static final System.Logger LOG = System.getLogger(RdmaTransport.class.getName());
+
+    private final TransportConfig config;
+    private final ProviderSelection selection;
+    private final ProviderTransport provider;
+    private final TransportMetrics metrics;
+    private final RegionIndex regions = new RegionIndex();
+    private final Set<DefaultConnection> connections = ConcurrentHashMap.newKeySet();
+    private final Set<ProviderListener> listeners = ConcurrentHashMap.newKeySet();
+    private final List<RegisteredBufferPool> pools = new ArrayList<>();
+    private final ScheduledThreadPoolExecutor timers;
+    // User callbacks never run on provider I/O threads: a blocking callback must not stall progress.
+    private final ExecutorService completions = Executors.newThreadPerTaskExecutor(
+            Thread.ofVirtual().name("rdma4j-completion-", 0).factory());
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private DefaultRdmaTransport(TransportConfig config, ProviderRegistry.Opened opened) {
+        this.config = config;
+        this.selection = opened.selection();
+        this.provider = opened.transport();
+        this.metrics = opened.metrics();
+        this.timers = new ScheduledThreadPoolExecutor(1, Thread.ofPlatform().daemon().name("rdma4j-timeouts").factory());
+        this.timers.setRemoveOnCancelPolicy(true);
+    }
+
+    public static RdmaTransport open(TransportConfig config) {
+        DefaultRdmaTransport t = new DefaultRdmaTransport(config, ProviderRegistry.open(config));
+        LOG.log(System.Logger.Level.INFO, "rdma4j transport on provider " + t.selection);
+        return t;
+    }
+
+    @Override
+    public ProviderSelection selection() {
+        return selection;
+    }
+
+    @Override
+    public TransportConfig config() {
+        return config;
+    }
+
+    @Override
+    public TransportMetrics metrics() {
+        return metrics;
+    }
+
+    ScheduledThreadPoolExecutor timers() {
+        return timers;
+    }
+
+    ExecutorService completions() {
+        return completions;
+    }
+
+    long maxOperationLength() {
+        return provider.maxOperationLength();
+    }
+
+    @Override
+    public RegisteredRegion register(MemorySegment segment, Set<Access> access) {
+        checkOpen();
+        if (!segment.isNative()) {
+            throw new IllegalArgumentException("only native memory can be registered: allocate it from an Arena or map a file "
+                    + "(heap memory moves with the garbage collector)");
+        }
+        if (segment.byteSize() == 0) {
+            throw new IllegalArgumentException("cannot register an empty segment");
+        }
+        Set<Access> rights = Access.normalize(access);
+        if (segment.isReadOnly() && (rights.contains(Access.LOCAL_WRITE) || rights.contains(Access.REMOTE_WRITE))) {
+            throw new IllegalArgumentException("a read-only segment can only be registered for REMOTE_READ, not " + rights);
+        }
+        ProviderRegion pr = provider.register(segment, rights);
+        DefaultRegion region = new DefaultRegion(this, segment, rights, pr);
+        regions.add(region);
+        metrics.regionRegistered(segment.byteSize());
+        return region;
+    }
+
+    void forget(DefaultRegion region) {
+        regions.remove(region);
+    }
+
+    /** The live local region containing {@code segment} with {@code right} (any right when null). */
+    DefaultRegion localRegion(MemorySegment segment, Access right) {
+        if (!segment.isNative()) {
+            throw new IllegalArgumentException("local buffers of RDMA operations must be native memory inside a registered region");
+        }
+        DefaultRegion r = regions.find(segment, candidate -> right == null || candidate.access().contains(right));
+        if (r == null) {
+            throw new IllegalArgumentException("local buffer [0x" + Long.toHexString(segment.address()) + ", +" + segment.byteSize()
+                    + ") is not inside a live region registered with this transport" + (right == null ? "" : " with " + right));
+        }
+        return r;
+    }
+
+    @Override
+    public int registeredRegions() {
+        return regions.size();
+    }
+
+    @Override
+    public RdmaListener listen(InetSocketAddress address, Consumer<RdmaConnection> onAccept) {
+        checkOpen();
+        ProviderListener pl = provider.listen(address, pc -> {
+            if (closed.get()) {
+                pc.close();
+                return;
+            }
+            DefaultConnection c = adopt(pc);
+            completions.execute(() -> {
+                try {
+                    onAccept.accept(c);
+                } catch (RuntimeException e) {
+                    LOG.log(System.Logger.Level.WARNING, "accept handler failed for " + c, e);
+                }
+            });
+        });
+        listeners.add(pl);
+        return new RdmaListener() {
+            @Override
+            public InetSocketAddress localAddress() {
+                return pl.localAddress();
+            }
+
+            @Override
+            public void close() {
+                listeners.remove(pl);
+                pl.close();
+            }
+
+            @Override
+            public String toString() {
+                return "RdmaListener[" + selection.provider() + " " + pl.localAddress() + "]";
+            }
+        };
+    }
+
+    @Override
+    public CompletableFuture<RdmaConnection> connect(InetSocketAddress address) {
+        checkOpen();
+        return CompletableFuture.supplyAsync(() -> adopt(provider.connect(address, config.connectTimeout())), completions);
+    }
+
+    private DefaultConnection adopt(ProviderConnection pc) {
+        DefaultConnection c = new DefaultConnection(this, pc);
+        connections.add(c);
+        metrics.connectionOpened();
+        pc.start(c);
+        if (closed.get()) {
+            c.close();
+        }
+        return c;
+    }
+
+    void connectionClosed(DefaultConnection c) {
+        if (connections.remove(c)) {
+            metrics.connectionClosed();
+        }
+    }
+
+    @Override
+    public synchronized RegisteredBufferPool createBufferPool(PoolConfig poolConfig) {
+        checkOpen();
+        RegisteredBufferPool pool = new RegisteredBufferPool(this, poolConfig);
+        pools.add(pool);
+        return pool;
+    }
+
+    private void checkOpen() {
+        if (closed.get()) {
+            throw new ConnectionClosedException("transport is closed");
+        }
+    }
+
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        for (ProviderListener l : listeners) {
+            quietly(l::close);
+        }
+        listeners.clear();
+        for (DefaultConnection c : connections) {
+            quietly(c::close);
+        }
+        synchronized (this) {
+            pools.forEach(p -> quietly(p::close));
+            pools.clear();
+        }
+        for (DefaultRegion r : regions.all()) {
+            quietly(r::close);
+        }
+        quietly(provider::close);
+        timers.shutdownNow();
+        completions.shutdown();
+        LOG.log(System.Logger.Level.DEBUG, "rdma4j transport closed");
+    }
+
+    private static void quietly(Runnable action) {
+        try {
+            action.run();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "error while closing rdma4j transport", e);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "RdmaTransport[" + selection + "]";
+    }
+}

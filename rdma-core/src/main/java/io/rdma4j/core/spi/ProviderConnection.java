@@ -1,0 +1,49 @@
+package io.rdma4j.core.spi;
+
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A provider's connection. The transport has already checked bounds against the descriptor, rights,
+ * and that local memory lies in a live registration (passed as {@code localRegion}); lengths are at
+ * most {@link ProviderTransport#maxOperationLength()}. The provider completes the futures from its own
+ * threads; the transport moves user callbacks off them.
+ */
+public interface ProviderConnection {
+
+    /** Starts delivering events; called once, before any operation. */
+    void start(ConnectionEvents events);
+
+    /** One-sided read of {@code sink.byteSize()} bytes at remote virtual address {@code remoteAddress}. */
+    CompletableFuture<Void> read(long remoteAddress, long remoteKey, MemorySegment sink, ProviderRegion localRegion);
+
+    /** Several reads; providers that can post them together override this. */
+    default List<CompletableFuture<Void>> readAll(List<ProviderRead> reads) {
+        List<CompletableFuture<Void>> results = new ArrayList<>(reads.size());
+        for (ProviderRead r : reads) {
+            results.add(read(r.remoteAddress(), r.remoteKey(), r.sink(), r.localRegion()));
+        }
+        return results;
+    }
+
+    /** One-sided write of {@code source} at remote virtual address {@code remoteAddress}. */
+    CompletableFuture<Void> write(long remoteAddress, long remoteKey, MemorySegment source, ProviderRegion localRegion);
+
+    /** Sends a message of at most the configured max message size (already checked). */
+    CompletableFuture<Void> send(ByteBuffer message);
+
+    InetSocketAddress remoteAddress();
+
+    InetSocketAddress localAddress();
+
+    /** Closes; pending operations fail with {@link io.rdma4j.core.ConnectionClosedException}; then {@code onClosed}. Idempotent. */
+    void close();
+
+    /** One read of a batch. */
+    record ProviderRead(long remoteAddress, long remoteKey, MemorySegment sink, ProviderRegion localRegion) {
+    }
+}
