@@ -244,6 +244,25 @@ class TcpFaultTest {
         }
     }
 
+    @Test
+    void deregisteringARegionAPeerDoesNotDrainClosesThatPeerInsteadOfHanging() throws Exception {
+        long size = 64L << 20;
+        try (RdmaTransport responder = RdmaTransport.open(tcp(b -> b.providerOption("tcp.region-close-timeout", "300ms")))) {
+            RdmaListener l = responder.listen(LOOPBACK);
+            RegisteredRegion big = responder.register(arena.allocate(size), Access.remoteRead());
+            try (RawPeer peer = RawPeer.connect(l.localAddress())) {
+                peer.handshake(TcpFrameCodec.VERSION);
+                peer.send(TcpFrameCodec.encodeRequest(TcpFrameCodec.READ_REQ, 1, big.descriptor().address(), size, big.descriptor().key()));
+                // the peer reads nothing: the responder's writer blocks once the socket buffers are full
+                Thread.sleep(200);
+                big.close();
+                assertThat(big.isOpen()).isFalse();
+                assertThat(peer.closedByPeer()).as("the stuck connection was closed").isTrue();
+            }
+            assertThat(responder.registeredRegions()).isZero();
+        }
+    }
+
     // ---- authentication ----
 
     @Test
