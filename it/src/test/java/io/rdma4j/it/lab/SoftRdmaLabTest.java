@@ -26,18 +26,17 @@ class SoftRdmaLabTest {
         String runName = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
         LabRunner.GuestRun run = lab.runGuestSuite(runName + "-1");
         System.out.println(run.describe());
+        String firstFailure = "";
         if (!run.passed()) {
             // Soft devices are occasionally flaky (seen with rping on rxe): one whole new boot is allowed,
             // and logged; the assertions themselves never retry.
+            firstFailure = "first attempt (retried once):\n" + run.describe();
             System.err.println("[SoftRdmaLabTest] guest run failed, booting once more:\n" + run.describe());
-            LabRunner.GuestRun retry = lab.runGuestSuite(runName + "-2");
-            System.out.println(retry.describe());
-            assertThat(retry.passed())
-                    .as("guest suite failed twice\nfirst attempt:\n%s\nsecond attempt:\n%s",
-                            run.describe(), retry.describe())
-                    .isTrue();
-            return;
+            run = lab.runGuestSuite(runName + "-2");
+            System.out.println(run.describe());
         }
-        assertThat(run.reports()).allSatisfy(r -> assertThat(r.executed()).isPositive());
+        assertThat(run.passed())
+                .as("the guest suite must run tests and pass on every lab device\n%s%s", firstFailure, run.describe())
+                .isTrue();
     }
 }
