@@ -127,10 +127,12 @@ final class LabRunner {
             command.addAll(List.of(CONSOLE_LAUNCHER, "execute", "--disable-banner", "--disable-ansi-colors",
                     "--details=tree", "--fail-if-no-tests", "--reports-dir=" + reports,
                     "--scan-classpath=" + testClasses, "--include-classname=" + include));
-            sh.append("echo \"LAB-SUITE: ").append(device.name()).append(" started\"\n")
-              .append(String.join(" ", command.stream().map(LabRunner::quote).toList())).append('\n')
-              .append("rc=$?; echo \"LAB-SUITE: ").append(device.name()).append(" exit status $rc\"\n")
-              .append("[ $rc = 0 ] || status=$rc\n");
+            sh.append("""
+                    echo "LAB-SUITE: %1$s started at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
+                    %2$s
+                    rc=$?; echo "LAB-SUITE: %1$s exit status $rc at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
+                    [ $rc = 0 ] || status=$rc
+                    """.formatted(device.name(), String.join(" ", command.stream().map(LabRunner::quote).toList())));
         }
         sh.append("exit $status\n");
         Path guestScript = runDir.resolve("guest-suite.sh");
