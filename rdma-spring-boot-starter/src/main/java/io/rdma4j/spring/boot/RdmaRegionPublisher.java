@@ -57,13 +57,17 @@ public class RdmaRegionPublisher implements SmartInitializingSingleton {
         ReflectionUtils.makeAccessible(invocable);
         Object value = ReflectionUtils.invokeMethod(invocable, bean);
         RdmaTemplate publisher = template.getObject();
-        switch (value) {
-            case MemorySegment segment -> publisher.publish(name, segment);
-            case ByteBuffer buffer -> publisher.publish(name, buffer);
-            case Path file -> publisher.publish(name, file);
-            case null -> throw new BeanCreationException(beanName, "@RdmaRegion(\"" + name + "\") method " + method + " returned null");
-            default -> throw new BeanCreationException(beanName, "@RdmaRegion(\"" + name + "\") method " + method
-                    + " returned a " + value.getClass().getName() + "; return a MemorySegment, a direct ByteBuffer or a Path");
+        try {
+            switch (value) {
+                case MemorySegment segment -> publisher.publish(name, segment);
+                case ByteBuffer buffer -> publisher.publish(name, buffer);
+                case Path file -> publisher.publish(name, file);
+                case null -> throw new IllegalArgumentException("the method returned null");
+                default -> throw new IllegalArgumentException("the method returned a " + value.getClass().getName()
+                        + "; return a MemorySegment, a direct ByteBuffer or a Path");
+            }
+        } catch (RuntimeException e) {
+            throw new BeanCreationException(beanName, "cannot publish @RdmaRegion(\"" + name + "\") of " + method, e);
         }
     }
 }

@@ -46,6 +46,9 @@ public final class RdmaTemplate implements AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger(RdmaTemplate.class.getName());
 
+    /** Never started: only asks whether memory is usable from a thread other than its owner's. */
+    private static final Thread OTHER_THREAD = Thread.ofVirtual().unstarted(() -> { });
+
     private final RdmaTransport transport;
     private final Map<String, PublishedRegion> published = new ConcurrentHashMap<>();
     private final Map<InetSocketAddress, DirectoryClient> clients = new ConcurrentHashMap<>();
@@ -105,6 +108,7 @@ public final class RdmaTemplate implements AutoCloseable {
         if (segment.byteSize() == 0) {
             throw new IllegalArgumentException("region '" + name + "' is empty; there is nothing to publish");
         }
+        requireShared(segment, "region '" + name + "'");
         // Reserve the name first so two publishers of one name cannot both register memory.
         PublishedRegion[] holder = new PublishedRegion[1];
         PublishedRegion existing = published.putIfAbsent(name, placeholder(name));
@@ -229,6 +233,7 @@ public final class RdmaTemplate implements AutoCloseable {
         if (sink.isReadOnly()) {
             throw new IllegalArgumentException("the sink of a read must be writable");
         }
+        requireShared(sink, "the sink of a read");
         MemorySegment target = sink.asSlice(0, remote.length());
         try (RegisteredRegion registered = transport.register(target, EnumSet.of(Access.LOCAL_WRITE))) {
             DirectoryClient client = client(peer);
@@ -237,7 +242,7 @@ public final class RdmaTemplate implements AutoCloseable {
         }
     }
 
-    /** Reads the region into new memory of {@code arena}. */
+    /** Reads the region into new memory of {@code arena} (a shared, auto or global arena). */
     public MemorySegment read(InetSocketAddress peer, String name, Arena arena) {
         RegionDescriptor remote = lookup(peer, name);
         MemorySegment sink = arena.allocate(remote.length(), 64);
@@ -257,6 +262,14 @@ public final class RdmaTemplate implements AutoCloseable {
             return read;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write region '" + name + "' to " + target, e);
+        }
+    }
+
+    /** The transport's I/O threads touch the memory, so a confined arena's memory cannot be used. */
+    private static void requireShared(MemorySegment segment, String what) {
+        if (!segment.isAccessibleBy(OTHER_THREAD)) {
+            throw new IllegalArgumentException(what + " is confined to one thread; allocate it from Arena.ofShared(), "
+                    + "Arena.ofAuto() or Arena.global(), since the transport's I/O threads access it");
         }
     }
 
