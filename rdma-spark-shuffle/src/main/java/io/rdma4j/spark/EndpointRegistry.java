@@ -11,7 +11,6 @@ import scala.reflect.ClassTag$;
 import scala.runtime.AbstractPartialFunction;
 import scala.runtime.BoxedUnit;
 
-import java.io.Serializable;
 import java.net.InetSocketAddress;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -24,16 +23,14 @@ final class EndpointRegistry {
 
     static final String ENDPOINT_NAME = "rdma4j-shuffle-endpoints";
 
-    record Register(String executorId, String host, int port) implements Serializable { }
+    /*
+     * Messages are plain strings: Spark's RPC layer deserialises replies with the executor's system class
+     * loader, which cannot see classes shipped in spark.jars.
+     */
+    private static final String REGISTER = "rdma4j-register\n";
+    private static final String LOOKUP = "rdma4j-lookup\n";
 
-    record Lookup(String executorId) implements Serializable { }
-
-    /** The answer to {@link Lookup}; {@code port} is -1 when the executor never registered. */
-    record Location(String host, int port) implements Serializable {
-        boolean known() {
-            return port > 0;
-        }
-    }
+    private record Location(String host, int port) { }
 
     /** Runs on the driver. */
     static final class DriverEndpoint implements ThreadSafeRpcEndpoint {
@@ -54,20 +51,21 @@ final class EndpointRegistry {
             return new AbstractPartialFunction<>() {
                 @Override
                 public boolean isDefinedAt(Object message) {
-                    return message instanceof Register || message instanceof Lookup;
+                    return message instanceof String m && (m.startsWith(REGISTER) || m.startsWith(LOOKUP));
                 }
 
                 @Override
                 public <A1, B1> B1 applyOrElse(A1 message, scala.Function1<A1, B1> otherwise) {
-                    switch (message) {
-                        case Register r -> {
-                            locations.put(r.executorId(), new Location(r.host(), r.port()));
-                            context.reply(Boolean.TRUE);
-                        }
-                        case Lookup l -> context.reply(locations.getOrDefault(l.executorId(), new Location("", -1)));
-                        default -> {
-                            return otherwise.apply(message);
-                        }
+                    if (!isDefinedAt(message)) {
+                        return otherwise.apply(message);
+                    }
+                    String[] parts = ((String) message).split("\n", -1);
+                    if (parts[0].equals(REGISTER.strip())) {
+                        locations.put(parts[1], new Location(parts[2], Integer.parseInt(parts[3])));
+                        context.reply(Boolean.TRUE);
+                    } else {
+                        Location l = locations.get(parts[1]);
+                        context.reply(l == null ? "" : l.host() + "\n" + l.port());
                     }
                     @SuppressWarnings("unchecked")
                     B1 unit = (B1) BoxedUnit.UNIT;
@@ -95,7 +93,8 @@ final class EndpointRegistry {
     }
 
     void register(String executorId, InetSocketAddress address) {
-        driver.askSync(new Register(executorId, address.getHostString(), address.getPort()), ClassTag$.MODULE$.apply(Boolean.class));
+        driver.askSync(REGISTER + executorId + "\n" + address.getHostString() + "\n" + address.getPort(),
+                ClassTag$.MODULE$.apply(Boolean.class));
     }
 
     /** The peer's rdma4j address, or null when that executor has no rdma4j endpoint. */
@@ -104,11 +103,12 @@ final class EndpointRegistry {
         if (known != null) {
             return known;
         }
-        Location location = driver.askSync(new Lookup(executorId), ClassTag$.MODULE$.apply(Location.class));
-        if (!location.known()) {
+        String location = driver.askSync(LOOKUP + executorId, ClassTag$.MODULE$.apply(String.class));
+        if (location.isEmpty()) {
             return null;
         }
-        InetSocketAddress address = new InetSocketAddress(location.host(), location.port());
+        String[] hostPort = location.split("\n");
+        InetSocketAddress address = new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1]));
         cache.put(executorId, address);
         return address;
     }
