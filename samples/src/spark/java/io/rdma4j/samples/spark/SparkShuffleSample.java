@@ -17,17 +17,17 @@ import java.util.stream.IntStream;
  * A shuffle-heavy job (word-count style aggregation plus a global sort) on Spark's local-cluster with
  * two executor JVMs, reading shuffle blocks through rdma4j (tcp provider when there is no RDMA NIC).
  *
- * <p>Run: {@code ./mvnw -B -pl samples -am -Pspark-sample package exec:exec@spark-sample}. Arguments:
+ * <p>Run: {@code ./mvnw -B -pl samples -am -Pspark-sample verify -DskipTests}. Arguments:
  * {@code <path of rdma-spark-shuffle's shaded jar> [records]}.
  */
 public final class SparkShuffleSample {
 
     public static void main(String[] args) throws IOException {
         if (args.length < 1) {
-            System.err.println("usage: SparkShuffleSample <rdma-spark-shuffle-*-shaded.jar> [records]");
+            System.err.println("usage: SparkShuffleSample <rdma-spark-shuffle-*-shaded.jar>,<this sample's jar> [records]");
             System.exit(2);
         }
-        Path shadedJar = Paths.get(args[0]).toAbsolutePath();
+        String sparkJars = args[0]; // comma-separated: the shaded rdma4j jar and the job's own jar
         int records = args.length > 1 ? Integer.parseInt(args[1]) : 2_000_000;
         String home = System.getenv("SPARK_HOME");
         if (home == null || home.isBlank()) {
@@ -49,7 +49,7 @@ public final class SparkShuffleSample {
                 .setMaster("local-cluster[2,1,1024]")
                 .setAppName("rdma4j-spark-shuffle-sample")
                 .set("spark.home", sparkHome.toString())
-                .set("spark.jars", shadedJar.toString())
+                .set("spark.jars", sparkJars)
                 .set("spark.executorEnv.JAVA_HOME", javaHome)
                 .set("spark.executorEnv.SPARK_SCALA_VERSION", "2.13")
                 .set("spark.executor.extraJavaOptions", "--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow")
