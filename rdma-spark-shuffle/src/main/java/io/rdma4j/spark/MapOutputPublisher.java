@@ -48,6 +48,8 @@ final class MapOutputPublisher implements AutoCloseable {
     private final RdmaShuffleConf conf;
     private final Map<Integer, Map<Long, Published>> published = new ConcurrentHashMap<>();
     private volatile boolean closed;
+    /** Time spent mapping and registering map outputs, reported per shuffle (lazy vs eager registration cost). */
+    private final Map<Integer, java.util.concurrent.atomic.LongAdder> publishNanos = new ConcurrentHashMap<>();
 
     MapOutputPublisher(RdmaTransport transport, IndexShuffleBlockResolver resolver, RdmaShuffleConf conf) {
         this.transport = transport;
@@ -68,7 +70,9 @@ final class MapOutputPublisher implements AutoCloseable {
         synchronized (maps) {
             p = maps.get(mapId);
             if (p == null) {
+                long start = System.nanoTime();
                 p = mapAndRegister(shuffleId, mapId);
+                publishNanos.computeIfAbsent(shuffleId, id -> new java.util.concurrent.atomic.LongAdder()).add(System.nanoTime() - start);
                 if (p != null) {
                     maps.put(mapId, p);
                 }
@@ -124,7 +128,10 @@ final class MapOutputPublisher implements AutoCloseable {
     /** Deregisters and unmaps a shuffle's outputs; called before Spark deletes the files. */
     void unpublish(int shuffleId) {
         Map<Long, Published> maps = published.remove(shuffleId);
+        java.util.concurrent.atomic.LongAdder nanos = publishNanos.remove(shuffleId);
         if (maps != null) {
+            LOG.info("rdma4j shuffle: shuffle {}: {} map outputs were mapped and registered in {} ms in total", shuffleId, maps.size(),
+                    nanos == null ? 0 : nanos.sum() / 1_000_000);
             synchronized (maps) {
                 maps.values().forEach(Published::release);
                 maps.clear();
