@@ -14,9 +14,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.CorruptRecordException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.kafka.common.record.MemoryRecords;
-import org.apache.kafka.common.record.Record;
-import org.apache.kafka.common.record.RecordBatch;
+import io.rdma4j.kafka.protocol.RecordBatchParser;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -34,8 +32,8 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Reads partitions from a broker's log exporter by one-sided RDMA READ: the watermark record first, then
- * the batch range below the high watermark, parsed in place from the registered buffer with Kafka's own
- * {@link MemoryRecords}; every batch's CRC32C is verified before any record of it is used.
+ * the batch range below the high watermark, parsed in place from the registered buffer
+ * ({@link RecordBatchParser}); every batch's CRC32C is verified before any record of it is used.
  */
 final class RdmaFetcher implements AutoCloseable {
 
@@ -188,10 +186,9 @@ final class RdmaFetcher implements AutoCloseable {
             long next = position;
             long pos = st.cursorPosition;
             Optional<Integer> epoch = Optional.empty();
-            // Zero-copy: Kafka's parser walks the registered buffer in place.
-            MemoryRecords log = MemoryRecords.readableRecords(buffer.segment().asByteBuffer());
+            // Zero-copy: batches are parsed in place in the registered buffer.
             batches:
-            for (var batch : log.batches()) {
+            for (RecordBatchParser.Batch batch : RecordBatchParser.batches(buffer.segment().asByteBuffer())) {
                 batch.ensureValid(); // CRC32C over the batch: a corrupt batch is never returned.
                 batches.increment();
                 bytes.add(batch.sizeInBytes());
@@ -199,10 +196,10 @@ final class RdmaFetcher implements AutoCloseable {
                     pos += batch.sizeInBytes();
                     continue;
                 }
-                epoch = batch.partitionLeaderEpoch() == RecordBatch.NO_PARTITION_LEADER_EPOCH
+                epoch = batch.partitionLeaderEpoch() < 0
                         ? Optional.empty() : Optional.of(batch.partitionLeaderEpoch());
                 if (!batch.isControlBatch()) {
-                    for (Record r : batch) {
+                    for (RecordBatchParser.ParsedRecord r : batch.records()) {
                         if (r.offset() < next) {
                             continue;
                         }
@@ -236,11 +233,11 @@ final class RdmaFetcher implements AutoCloseable {
         }
     }
 
-    private <K, V> ConsumerRecord<K, V> toConsumerRecord(TopicPartition tp, RecordBatch batch, Record r, Optional<Integer> epoch,
+    private <K, V> ConsumerRecord<K, V> toConsumerRecord(TopicPartition tp, RecordBatchParser.Batch batch, RecordBatchParser.ParsedRecord r, Optional<Integer> epoch,
                                                          Deserializer<K> keys, Deserializer<V> values) {
         RecordHeaders headers = new RecordHeaders(r.headers());
-        byte[] keyBytes = r.hasKey() ? toArray(r.key()) : null;
-        byte[] valueBytes = r.hasValue() ? toArray(r.value()) : null;
+        byte[] keyBytes = r.key() == null ? null : toArray(r.key());
+        byte[] valueBytes = r.value() == null ? null : toArray(r.value());
         K key = keyBytes == null ? null : keys.deserialize(tp.topic(), headers, keyBytes);
         V value = valueBytes == null ? null : values.deserialize(tp.topic(), headers, valueBytes);
         return new ConsumerRecord<>(tp.topic(), tp.partition(), r.offset(), r.timestamp(), batch.timestampType(),
