@@ -16,9 +16,12 @@ import java.util.concurrent.CompletableFuture;
  * {@link RdmaTimeoutException} if no slot frees up within the operation timeout. Futures complete off
  * the provider's I/O threads, so callbacks may block or issue further operations.
  *
- * <p>Failures: {@link RemoteAccessException} (key, bounds, rights), {@link RdmaTimeoutException} (the
- * connection is then closed), {@link ConnectionClosedException} (closed or peer died),
- * {@link ProtocolException}; the sink's content is undefined after a failed read.
+ * <p>Failures: {@link RemoteAccessException} (key, bounds, rights), {@link RdmaTimeoutException},
+ * {@link ConnectionClosedException} (closed or peer died), {@link ProtocolException}; the sink's content
+ * is undefined after a failed read. A timeout, or a rejection by the peer (as opposed to one caught by
+ * the local pre-check against the descriptor), closes the connection, exactly as a queue pair of an
+ * RDMA NIC enters the error state: operations still pending fail with {@link ConnectionClosedException}
+ * and the caller reconnects.
  */
 public interface RdmaConnection extends AutoCloseable {
 

@@ -107,13 +107,13 @@ public record TransportConfig(
      * {@code "spark.shuffle.rdma."}) is taken, the rest ignored. Unknown keys under the prefix that are
      * not provider options are rejected, so typos fail loudly.
      */
-    public static TransportConfig fromProperties(Map<String, ?> properties, String prefix) {
+    public static TransportConfig fromProperties(Map<?, ?> properties, String prefix) {
         Builder b = builder();
-        for (Map.Entry<String, ?> e : properties.entrySet()) {
-            if (!e.getKey().startsWith(prefix) || e.getValue() == null) {
+        for (Map.Entry<?, ?> e : properties.entrySet()) {
+            if (!(e.getKey() instanceof String fullKey) || !fullKey.startsWith(prefix) || e.getValue() == null) {
                 continue;
             }
-            String key = e.getKey().substring(prefix.length());
+            String key = fullKey.substring(prefix.length());
             String value = e.getValue().toString().trim();
             switch (key) {
                 case "provider" -> b.provider(value);

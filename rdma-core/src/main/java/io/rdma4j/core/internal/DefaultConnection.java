@@ -244,6 +244,12 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
             if (cause != null && timedOut != null) {
                 cause = timedOut;
             }
+            if (cause instanceof RemoteAccessException rejected) {
+                // On an RDMA NIC a remote access error moves the queue pair to the error state; every
+                // provider behaves the same, so callers handle one semantics: reconnect after a rejection.
+                closeWith(new ConnectionClosedException("peer rejected a " + type.tagValue() + " (" + rejected.reason()
+                        + "); the connection is closed, as an RDMA queue pair would be", rejected));
+            }
             transport.metrics().operationFinished(type, bytes, System.nanoTime() - startNanos, cause == null);
             Throwable failure = cause;
             transport.completions().execute(() -> {

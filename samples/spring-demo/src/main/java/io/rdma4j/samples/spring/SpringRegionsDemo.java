@@ -1,0 +1,91 @@
+package io.rdma4j.samples.spring;
+
+import io.rdma4j.spring.boot.RdmaEndpoint;
+import io.rdma4j.spring.boot.RdmaRegion;
+import io.rdma4j.spring.boot.RdmaTemplate;
+import org.springframework.boot.SpringApplication;
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+
+/**
+ * Two Spring Boot applications in one process: a publisher (web + actuator on port 8080, rdma4j
+ * endpoint on 127.0.0.1:7471) that publishes a 64 MiB region with {@link RdmaRegion}, and a reader that
+ * fetches it through {@link RdmaTemplate} and checks every byte. The publisher keeps running so its
+ * actuator can be queried; pass {@code --exit} to stop after the transfer.
+ */
+public final class SpringRegionsDemo {
+
+    static final long SIZE = 64L << 20;
+
+    @SpringBootApplication
+    public static class Publisher {
+        @Bean(destroyMethod = "close")
+        Arena publishedMemory() {
+            return Arena.ofShared();
+        }
+
+        @Bean
+        Dataset dataset(Arena publishedMemory) {
+            return new Dataset(publishedMemory);
+        }
+    }
+
+    public static class Dataset {
+        private final Arena arena;
+
+        Dataset(Arena arena) {
+            this.arena = arena;
+        }
+
+        @RdmaRegion("demo-dataset")
+        MemorySegment dataset() {
+            MemorySegment segment = arena.allocate(SIZE, 64);
+            fill(segment);
+            return segment;
+        }
+    }
+
+    @SpringBootApplication
+    public static class Reader {
+    }
+
+    static void fill(MemorySegment segment) {
+        for (long i = 0; i < segment.byteSize() / 8; i++) {
+            segment.setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i, i * 0x9E3779B97F4A7C15L);
+        }
+    }
+
+    public static void main(String[] args) {
+        SpringApplication publisherApp = new SpringApplication(Publisher.class);
+        ConfigurableApplicationContext publisher = publisherApp.run("--server.address=127.0.0.1", "--server.port=8080",
+                "--rdma4j.endpoint.enabled=true", "--rdma4j.endpoint.port=7471",
+                "--management.endpoints.web.exposure.include=health,info,metrics",
+                "--management.endpoint.health.show-details=always");
+        SpringApplication readerApp = new SpringApplication(Reader.class);
+        readerApp.setWebApplicationType(WebApplicationType.NONE);
+        try (ConfigurableApplicationContext reader = readerApp.run();
+             Arena arena = Arena.ofShared()) {
+            InetSocketAddress peer = publisher.getBean(RdmaEndpoint.class).localAddress();
+            long start = System.nanoTime();
+            MemorySegment copy = reader.getBean(RdmaTemplate.class).read(peer, "demo-dataset", arena);
+            double seconds = (System.nanoTime() - start) / 1e9;
+            MemorySegment expected = arena.allocate(SIZE, 64);
+            fill(expected);
+            boolean identical = copy.mismatch(expected) == -1;
+            System.out.printf("read %d MiB from %s over %s in %.3f s (%.0f MiB/s), bytes identical: %s%n", SIZE >> 20, peer,
+                    reader.getBean(RdmaTemplate.class).transport().provider(), seconds, (SIZE >> 20) / seconds, identical);
+        }
+        if (java.util.Arrays.asList(args).contains("--exit")) {
+            publisher.close();
+        } else {
+            System.out.println("publisher running: curl http://127.0.0.1:8080/actuator/health/rdma4j (Ctrl-C to stop)");
+        }
+    }
+}
