@@ -1,5 +1,6 @@
 package io.rdma4j.kafka;
 
+import io.rdma4j.core.ConnectionClosedException;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTransport;
@@ -63,6 +64,8 @@ final class RdmaFetcher implements AutoCloseable {
     final LongAdder bytes = new LongAdder();
     final LongAdder crcFailures = new LongAdder();
     final LongAdder directoryRequests = new LongAdder();
+    /** Fetches retried at once after a rejected READ or a closed connection. */
+    final LongAdder reconnects = new LongAdder();
 
     private static final class PartitionState {
         io.rdma4j.core.RegionDescriptor watermark;
@@ -86,28 +89,39 @@ final class RdmaFetcher implements AutoCloseable {
     /** Fetches up to {@code maxRecords} records of {@code tp} from {@code position}, reading at most about {@code maxBytes}. */
     <K, V> Result fetch(TopicPartition tp, long position, int maxRecords, int maxBytes,
                         Deserializer<K> keys, Deserializer<V> values) {
-        RdmaConnection c = connection();
-        if (c == null) {
-            return new Fallback("exporter " + exporter + " unreachable");
-        }
-        try {
-            return fetchOnce(c, tp, position, maxRecords, maxBytes, keys, values, true);
-        } catch (CorruptRecordException e) {
-            crcFailures.increment();
-            states.remove(tp);
-            LOG.warn("RDMA-read batch of {} failed its CRC check, fetching it through Kafka instead: {}", tp, e.getMessage());
-            return new Fallback("corrupt batch: " + e.getMessage());
-        } catch (RdmaException e) {
-            states.remove(tp);
-            if (!c.isOpen()) {
-                dropConnection();
+        // Two attempts: a replaced region (segment remapped, deleted, exporter restarted) or a connection the
+        // peer closed (a rejected READ closes it on every provider, as a queue pair enters the error state)
+        // is looked up again on a fresh connection at once, rather than after a fallback period.
+        for (int attempt = 0; ; attempt++) {
+            RdmaConnection c = connection();
+            if (c == null) {
+                return new Fallback("exporter " + exporter + " unreachable");
             }
-            return new Fallback(e.toString());
+            try {
+                return fetchOnce(c, tp, position, maxRecords, maxBytes, keys, values);
+            } catch (CorruptRecordException e) {
+                crcFailures.increment();
+                states.remove(tp);
+                LOG.warn("RDMA-read batch of {} failed its CRC check, fetching it through Kafka instead: {}", tp, e.getMessage());
+                return new Fallback("corrupt batch: " + e.getMessage());
+            } catch (RdmaException e) {
+                states.remove(tp);
+                if (!c.isOpen()) {
+                    dropConnection();
+                }
+                boolean retriable = e instanceof ConnectionClosedException || (e instanceof RemoteAccessException rae
+                        && rae.reason() != RemoteAccessException.Reason.ACCESS_DENIED);
+                if (!retriable || attempt > 0) {
+                    return new Fallback(e.toString());
+                }
+                reconnects.increment();
+                LOG.debug("RDMA fetch of {} failed ({}); looking it up again{}", tp, e.toString(), c.isOpen() ? "" : " on a new connection");
+            }
         }
     }
 
     private <K, V> Result fetchOnce(RdmaConnection c, TopicPartition tp, long position, int maxRecords, int maxBytes,
-                                    Deserializer<K> keys, Deserializer<V> values, boolean mayRetry) {
+                                    Deserializer<K> keys, Deserializer<V> values) {
         PartitionState st = states.get(tp);
         if (st == null || st.cursorOffset != position) {
             st = directory(c, tp, position);
@@ -122,48 +136,39 @@ final class RdmaFetcher implements AutoCloseable {
         if (position >= w.highWatermark()) {
             return new Records<K, V>(List.of(), position, Optional.empty());
         }
-        try {
-            for (int hops = 0; hops < 4; hops++) {
-                DirectoryProtocol.Segment seg = segment(st, st.cursorSegmentBase);
-                if (seg == null || seg.baseOffset() > w.hwSegmentBase()
-                        || (seg.baseOffset() < w.hwSegmentBase() && !seg.complete())
-                        || (seg.baseOffset() == w.hwSegmentBase() && w.hwPosition() > seg.exportedLength())) {
-                    // Our directory is older than the watermark: the segment rolled, grew or was replaced.
-                    st = directory(c, tp, position);
-                    if (st == null) {
-                        return new Fallback("offset " + position + " of " + tp + " is not exported");
-                    }
-                    seg = segment(st, st.cursorSegmentBase);
-                    if (seg == null || seg.baseOffset() > w.hwSegmentBase()) {
-                        return new Fallback("no exported segment holds offset " + position + " of " + tp);
-                    }
+        for (int hops = 0; hops < 4; hops++) {
+            DirectoryProtocol.Segment seg = segment(st, st.cursorSegmentBase);
+            if (seg == null || seg.baseOffset() > w.hwSegmentBase()
+                    || (seg.baseOffset() < w.hwSegmentBase() && !seg.complete())
+                    || (seg.baseOffset() == w.hwSegmentBase() && w.hwPosition() > seg.exportedLength())) {
+                // Our directory is older than the watermark: the segment rolled, grew or was replaced.
+                st = directory(c, tp, position);
+                if (st == null) {
+                    return new Fallback("offset " + position + " of " + tp + " is not exported");
                 }
-                long validEnd = seg.baseOffset() == w.hwSegmentBase() ? Math.min(w.hwPosition(), seg.exportedLength()) : seg.exportedLength();
-                if (st.cursorPosition >= validEnd) {
-                    if (seg.baseOffset() == w.hwSegmentBase()) {
-                        return new Records<K, V>(List.of(), position, Optional.empty());
-                    }
-                    DirectoryProtocol.Segment next = nextSegment(st, seg.baseOffset());
-                    if (next == null) {
-                        st.segments = List.of(); // Refresh on the next hop.
-                        st.cursorSegmentBase = seg.baseOffset() + 1;
-                        continue;
-                    }
-                    st.cursorSegmentBase = next.baseOffset();
-                    st.cursorPosition = 0;
+                seg = segment(st, st.cursorSegmentBase);
+                if (seg == null || seg.baseOffset() > w.hwSegmentBase()) {
+                    return new Fallback("no exported segment holds offset " + position + " of " + tp);
+                }
+            }
+            long validEnd = seg.baseOffset() == w.hwSegmentBase() ? Math.min(w.hwPosition(), seg.exportedLength()) : seg.exportedLength();
+            if (st.cursorPosition >= validEnd) {
+                if (seg.baseOffset() == w.hwSegmentBase()) {
+                    return new Records<K, V>(List.of(), position, Optional.empty());
+                }
+                DirectoryProtocol.Segment next = nextSegment(st, seg.baseOffset());
+                if (next == null) {
+                    st.segments = List.of(); // Refresh on the next hop.
+                    st.cursorSegmentBase = seg.baseOffset() + 1;
                     continue;
                 }
-                return readBatches(c, tp, st, seg, validEnd, position, maxRecords, maxBytes, keys, values);
+                st.cursorSegmentBase = next.baseOffset();
+                st.cursorPosition = 0;
+                continue;
             }
-            return new Fallback("segment directory of " + tp + " keeps changing");
-        } catch (RemoteAccessException e) {
-            // A region was replaced (segment remapped, deleted or the exporter restarted): look it up again once.
-            states.remove(tp);
-            if (mayRetry && e.reason() != RemoteAccessException.Reason.ACCESS_DENIED) {
-                return fetchOnce(c, tp, position, maxRecords, maxBytes, keys, values, false);
-            }
-            throw e;
+            return readBatches(c, tp, st, seg, validEnd, position, maxRecords, maxBytes, keys, values);
         }
+        return new Fallback("segment directory of " + tp + " keeps changing");
     }
 
     private <K, V> Result readBatches(RdmaConnection c, TopicPartition tp, PartitionState st, DirectoryProtocol.Segment seg,

@@ -107,9 +107,19 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         return transport == null ? null : transport.metrics();
     }
 
+    /** The provider the RDMA transport runs on and why it was chosen; null when RDMA is off. */
+    public io.rdma4j.core.ProviderSelection providerSelection() {
+        return transport == null ? null : transport.selection();
+    }
+
     /** Records returned from RDMA reads so far. */
     public long rdmaRecords() {
         return fetcher == null ? 0 : fetcher.records.sum();
+    }
+
+    /** Fetches retried at once (on a new connection if needed) after the exporter rejected a READ or the connection closed. */
+    public long rdmaRetries() {
+        return fetcher == null ? 0 : fetcher.reconnects.sum();
     }
 
     /** Batches read by RDMA that failed their CRC check (and were fetched through Kafka instead). */

@@ -291,6 +291,15 @@ class RdmaKafkaConsumerTest {
     String topic(int partitions, Map<String, String> configs) throws Exception {
         String name = "t-" + UUID.randomUUID().toString().substring(0, 8);
         admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs))).all().get();
+        // createTopics returns once the controller has the topic, before the broker acts as its leader. A produce
+        // in that window fails NOT_LEADER, and the idempotent producer's retry of its first batch then meets
+        // OUT_OF_ORDER_SEQUENCE forever (later batches were appended meanwhile) until delivery.timeout.ms drops it.
+        // ListOffsets is answered only by the partition's leader, so it returning means the leader is ready.
+        Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> latest = new HashMap<>();
+        for (int p = 0; p < partitions; p++) {
+            latest.put(new TopicPartition(name, p), org.apache.kafka.clients.admin.OffsetSpec.latest());
+        }
+        admin.listOffsets(latest).all().get();
         return name;
     }
 
@@ -299,16 +308,21 @@ class RdmaKafkaConsumerTest {
         return prefix + "x".repeat(Math.max(0, size - prefix.length()));
     }
 
-    void produce(String topic, int count, int size, Map<String, Object> extra) {
+    /** Produces and checks that every record was acknowledged, so a lost send fails here and not as a short consume. */
+    void produce(String topic, int count, int size, Map<String, Object> extra) throws Exception {
+        List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> acks = new ArrayList<>();
         try (Producer<String, String> p = new KafkaProducer<>(producerProps(extra))) {
             for (int i = 0; i < count; i++) {
                 ProducerRecord<String, String> r = new ProducerRecord<>(topic, null, "k" + i, value(i, size));
                 if (i % 7 == 0) {
                     r.headers().add("h", ("hv" + i).getBytes(StandardCharsets.UTF_8));
                 }
-                p.send(r);
+                acks.add(p.send(r));
             }
             p.flush();
+        }
+        for (var ack : acks) {
+            ack.get(); // throws the send's failure
         }
     }
 
