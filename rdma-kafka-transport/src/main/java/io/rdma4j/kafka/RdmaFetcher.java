@@ -73,6 +73,9 @@ final class RdmaFetcher implements AutoCloseable {
         long cursorOffset = -1;
         long cursorSegmentBase;
         long cursorPosition;
+        // The watermark generation this directory was checked against; a newer one means segments were
+        // replaced or deleted (compaction, retention), so the directory is looked up again.
+        long generation = -1;
     }
 
     RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff) {
@@ -130,6 +133,14 @@ final class RdmaFetcher implements AutoCloseable {
             }
         }
         Watermark w = readWatermark(c, st);
+        if (st.generation >= 0 && st.generation != w.generation()) {
+            st = directory(c, tp, position);
+            if (st == null) {
+                return new Fallback("offset " + position + " of " + tp + " is not exported");
+            }
+            w = readWatermark(c, st);
+        }
+        st.generation = w.generation();
         if (position < w.logStartOffset()) {
             return new Fallback("offset " + position + " is below the log start " + w.logStartOffset());
         }

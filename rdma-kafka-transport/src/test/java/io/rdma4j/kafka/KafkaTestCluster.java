@@ -13,8 +13,15 @@ final class KafkaTestCluster implements AutoCloseable {
     final KafkaClusterTestKit kit;
 
     KafkaTestCluster() throws Exception {
-        kit = new KafkaClusterTestKit.Builder(new TestKitNodes.Builder().setCombined(true)
-                .setNumBrokerNodes(1).setNumControllerNodes(1).build())
+        this(Map.of());
+    }
+
+    /** {@code extra}: further broker properties (e.g. the broker-side exporter's metric reporter). */
+    KafkaTestCluster(Map<String, String> extra) throws Exception {
+        KafkaClusterTestKit.Builder builder = new KafkaClusterTestKit.Builder(new TestKitNodes.Builder().setCombined(true)
+                .setNumBrokerNodes(1).setNumControllerNodes(1).build());
+        extra.forEach(builder::setConfigProp);
+        kit = builder
                 .setConfigProp("offsets.topic.replication.factor", "1")
                 .setConfigProp("offsets.topic.num.partitions", "1")
                 .setConfigProp("transaction.state.log.replication.factor", "1")

@@ -237,6 +237,232 @@ class RdmaKafkaConsumerTest {
         }
     }
 
+    @Test
+    void secondGroupMemberJoiningMidStreamLosesNothing() throws Exception {
+        String topic = topic(4, Map.of());
+        produce(topic, 4000, 100, Map.of());
+        String group = "g-" + topic;
+        Map<String, Object> member = Map.of(ConsumerConfig.GROUP_ID_CONFIG, group, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100");
+        List<Seen> got = new ArrayList<>();
+        // Records whose commit failed (a rebalance in progress): a KafkaConsumer may deliver exactly these twice.
+        java.util.Set<String> uncommitted = new java.util.HashSet<>();
+        try (Consumer<String, String> a = rdmaConsumer(member); Consumer<String, String> b = rdmaConsumer(member)) {
+            a.subscribe(List.of(topic));
+            while (got.size() < 1000) {
+                pollAndCommit(a, got, uncommitted);
+            }
+            assertThat(a.assignment()).as("the first member owns every partition").hasSize(4);
+            b.subscribe(List.of(topic)); // joins mid-stream: the group rebalances
+            produce(topic, 2000, 100, Map.of());
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (distinct(got) < 6000 && System.nanoTime() < deadline) {
+                pollAndCommit(a, got, uncommitted);
+                pollAndCommit(b, got, uncommitted);
+            }
+            pollAndCommit(a, got, uncommitted);
+            pollAndCommit(b, got, uncommitted);
+            assertThat(a.assignment()).as("partitions split after the rebalance").hasSizeBetween(1, 3);
+            assertThat(b.assignment()).hasSize(4 - a.assignment().size());
+            assertRdmaRead(a);
+            assertRdmaRead(b);
+            assertThat(((RdmaKafkaConsumer<String, String>) b).rdmaRecords()).as("the joiner read by RDMA").isPositive();
+        }
+        List<Seen> plain = consume(plainConsumer(Map.of()), topic, 4, 6000);
+        assertThat(new java.util.HashSet<>(got)).as("union of both members equals the topic").isEqualTo(new java.util.HashSet<>(plain));
+        Map<String, Integer> times = new HashMap<>();
+        got.forEach(s -> times.merge(s.partition() + "@" + s.offset(), 1, Integer::sum));
+        times.forEach((k, n) -> {
+            if (n > 1) {
+                assertThat(uncommitted).as("duplicate " + k + " only where a commit failed").contains(k);
+            }
+        });
+        for (int p = 0; p < 4; p++) {
+            int part = p;
+            List<Long> offsets = got.stream().filter(s -> s.partition() == part).map(Seen::offset).toList();
+            for (int i = 1; i < offsets.size(); i++) {
+                if (offsets.get(i) <= offsets.get(i - 1)) {
+                    assertThat(uncommitted).as("offsets go back only to redeliver uncommitted records")
+                            .contains(part + "@" + offsets.get(i));
+                }
+            }
+        }
+    }
+
+    private static void pollAndCommit(Consumer<String, String> c, List<Seen> sink, java.util.Set<String> uncommitted) {
+        List<Seen> batch = new ArrayList<>();
+        c.poll(Duration.ofMillis(100)).forEach(r -> batch.add(Seen.of(r)));
+        sink.addAll(batch);
+        try {
+            c.commitSync();
+        } catch (org.apache.kafka.common.errors.RebalanceInProgressException
+                 | org.apache.kafka.clients.consumer.CommitFailedException e) {
+            batch.forEach(s -> uncommitted.add(s.partition() + "@" + s.offset()));
+        }
+    }
+
+    private static long distinct(List<Seen> seen) {
+        return seen.stream().map(s -> s.partition() + "@" + s.offset()).distinct().count();
+    }
+
+    @Test
+    void retentionDeletingSegmentsWhileConsuming() throws Exception {
+        String topic = topic(1, Map.of("segment.bytes", "1048576"));
+        produce(topic, 6000, 1024, Map.of());
+        List<Seen> reference = consume(plainConsumer(Map.of()), topic, 1, 6000);
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "300",
+                "rdma.fetch.fallback.backoff.ms", "200"));
+             Consumer<String, String> plain = plainConsumer(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "300"))) {
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            plain.assign(List.of(tp));
+            plain.seekToBeginning(List.of(tp));
+            List<Seen> got = pollAtLeast(c, 1500);
+            List<Seen> plainGot = pollAtLeast(plain, 1500);
+            long rdmaStop = c.position(tp);
+            long plainStop = plain.position(tp);
+            long readBefore = ((RdmaKafkaConsumer<String, String>) c).transportMetrics().snapshot(OperationType.READ).count();
+            // Retention now keeps about 2 of the ~6 segments: the one both consumers are reading goes.
+            admin.incrementalAlterConfigs(Map.of(new org.apache.kafka.common.config.ConfigResource(
+                    org.apache.kafka.common.config.ConfigResource.Type.TOPIC, topic), List.of(new org.apache.kafka.clients.admin.AlterConfigOp(
+                    new org.apache.kafka.clients.admin.ConfigEntry("retention.bytes", "2097152"),
+                    org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET)))).all().get();
+            long logStart = awaitLogStartAbove(tp, Math.max(rdmaStop, plainStop));
+            got.addAll(pollToEnd(c, tp, 6000));
+            plainGot.addAll(pollToEnd(plain, tp, 6000));
+            // Each consumer returns the log up to some offset (a KafkaConsumer may return records it prefetched
+            // before the deletion), then jumps (auto.offset.reset=earliest) and returns every retained record.
+            assertPrefixThenRetainedTail(plainGot, reference, plainStop, logStart);
+            assertPrefixThenRetainedTail(got, reference, rdmaStop, logStart);
+            assertThat(((RdmaKafkaConsumer<String, String>) c).transportMetrics().snapshot(OperationType.READ).count())
+                    .as("RDMA reads went on after the deletion").isGreaterThan(readBefore);
+        }
+    }
+
+    private static void assertPrefixThenRetainedTail(List<Seen> got, List<Seen> reference, long readBefore, long logStart) {
+        for (int i = 0; i < got.size(); i++) {
+            Seen s = got.get(i);
+            assertThat(s).as("record at offset " + s.offset()).isEqualTo(reference.get((int) s.offset()));
+            if (i > 0) {
+                long prev = got.get(i - 1).offset();
+                assertThat(s.offset()).as("offsets increase; a gap only up to the new log start").isGreaterThan(prev)
+                        .satisfiesAnyOf(o -> assertThat(o).isEqualTo(prev + 1), o -> assertThat(o).isLessThanOrEqualTo(logStart));
+            }
+        }
+        assertThat(got.getFirst().offset()).isZero();
+        assertThat(got.stream().filter(s -> s.offset() < readBefore).count()).as("nothing lost before the deletion").isEqualTo(readBefore);
+        assertThat(got.getLast().offset()).isEqualTo(reference.getLast().offset());
+    }
+
+    /** Polls until the position reaches {@code end}. */
+    static List<Seen> pollToEnd(Consumer<String, String> c, TopicPartition tp, long end) {
+        List<Seen> out = new ArrayList<>();
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (c.position(tp) < end && System.nanoTime() < deadline) {
+            c.poll(Duration.ofMillis(200)).forEach(r -> out.add(Seen.of(r)));
+        }
+        assertThat(c.position(tp)).as("position reached the end").isEqualTo(end);
+        return out;
+    }
+
+    private long awaitLogStartAbove(TopicPartition tp, long offset) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (System.nanoTime() < deadline) {
+            long start = admin.listOffsets(Map.of(tp, org.apache.kafka.clients.admin.OffsetSpec.earliest())).partitionResult(tp).get().offset();
+            if (start > offset) {
+                Thread.sleep(1500); // past file.delete.delay.ms: the segment files are gone too
+                return start;
+            }
+            Thread.sleep(100);
+        }
+        throw new AssertionError("retention never deleted the segment holding offset " + offset);
+    }
+
+    @Test
+    void compactedTopicMatchesPlainConsumerAfterCompaction() throws Exception {
+        String topic = topic(1, Map.of("cleanup.policy", "compact", "segment.ms", "200", "min.cleanable.dirty.ratio", "0.01",
+                "delete.retention.ms", "100", "min.compaction.lag.ms", "0"));
+        TopicPartition tp = new TopicPartition(topic, 0);
+        // 50 keys written 5 times a round; segment.ms rolls a segment per round, so the cleaner has work.
+        for (int round = 0; round < 8; round++) {
+            produceKeys(topic, 50, 5, round);
+            Thread.sleep(250);
+        }
+        List<Seen> compacted = awaitCompaction(topic, 2000);
+        // A fresh RDMA consumer over the compacted log equals the plain consumer.
+        try (Consumer<String, String> c = rdmaConsumer(Map.of())) {
+            assertThat(consume(c, topic, 1, compacted.size())).isEqualTo(compacted);
+            assertRdmaRead(c);
+            assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords()).isEqualTo(compacted.size());
+        }
+        // Compaction while an RDMA consumer is mid-stream: its segments are replaced under it.
+        try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "20"))) {
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            List<Seen> got = pollAtLeast(c, 20);
+            int readBefore = got.size();
+            assertThat(got).isEqualTo(compacted.subList(0, readBefore));
+            long position = c.position(tp);
+            for (int round = 8; round < 12; round++) {
+                produceKeys(topic, 50, 5, round);
+                Thread.sleep(250);
+            }
+            produceKeys(topic, 50, 1, 99); // rolls the last segment of the rounds, so it is cleanable too
+            List<Seen> after = awaitCompaction(topic, compacted.size() + 1050);
+            List<Seen> expectedRest = after.stream().filter(s -> s.offset() >= position).toList();
+            got.addAll(pollUntil(c, expectedRest.size()));
+            assertThat(got.subList(readBefore, got.size())).as("after compaction the RDMA consumer sees the compacted log")
+                    .isEqualTo(expectedRest);
+            assertRdmaRead(c);
+            assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords()).as("post-compaction records came by RDMA")
+                    .isGreaterThan(readBefore);
+        }
+    }
+
+    private void produceKeys(String topic, int keys, int times, int round) throws Exception {
+        List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> acks = new ArrayList<>();
+        try (Producer<String, String> p = new KafkaProducer<>(producerProps(Map.of()))) {
+            for (int t = 0; t < times; t++) {
+                for (int k = 0; k < keys; k++) {
+                    acks.add(p.send(new ProducerRecord<>(topic, "key" + k, "r" + round + "-t" + t + "-" + value(k, 100))));
+                }
+            }
+        }
+        for (var ack : acks) {
+            ack.get();
+        }
+    }
+
+    /** Waits until the cleaner has removed most superseded records and is done; returns the compacted log. */
+    private List<Seen> awaitCompaction(String topic, int produced) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        int last = -1;
+        while (System.nanoTime() < deadline) {
+            int n = countRecords(topic);
+            if (n < produced / 2 && n == last) {
+                return consume(plainConsumer(Map.of()), topic, 1, n);
+            }
+            last = n;
+            Thread.sleep(700);
+        }
+        throw new AssertionError("the log cleaner never compacted " + topic);
+    }
+
+    private int countRecords(String topic) {
+        try (Consumer<String, String> c = plainConsumer(Map.of())) {
+            TopicPartition tp = new TopicPartition(topic, 0);
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            long end = c.endOffsets(List.of(tp)).get(tp);
+            int n = 0;
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (c.position(tp) < end && System.nanoTime() < deadline) {
+                n += c.poll(Duration.ofMillis(200)).count();
+            }
+            return n;
+        }
+    }
+
     // ---- helpers ----
 
     static String address(LogExporter e) {
@@ -276,6 +502,17 @@ class RdmaKafkaConsumerTest {
         }
     }
 
+    /** Polls until at least {@code count} records came (the topic holds more); returns them all. */
+    static List<Seen> pollAtLeast(Consumer<String, String> c, int count) {
+        List<Seen> out = new ArrayList<>();
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (out.size() < count && System.nanoTime() < deadline) {
+            c.poll(Duration.ofMillis(200)).forEach(r -> out.add(Seen.of(r)));
+        }
+        assertThat(out.size()).as("records consumed").isGreaterThanOrEqualTo(count);
+        return out;
+    }
+
     static List<Seen> pollUntil(Consumer<String, String> c, int count) {
         List<Seen> out = new ArrayList<>();
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
@@ -299,8 +536,24 @@ class RdmaKafkaConsumerTest {
         for (int p = 0; p < partitions; p++) {
             latest.put(new TopicPartition(name, p), org.apache.kafka.clients.admin.OffsetSpec.latest());
         }
-        admin.listOffsets(latest).all().get();
+        awaitLeaders(admin, latest);
         return name;
+    }
+
+    /** Retries ListOffsets until every partition's leader answers (the Admin metadata may not know the topic yet). */
+    static void awaitLeaders(Admin admin, Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> partitions) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (true) {
+            try {
+                admin.listOffsets(partitions).all().get();
+                return;
+            } catch (java.util.concurrent.ExecutionException e) {
+                if (!(e.getCause() instanceof org.apache.kafka.common.errors.RetriableException) || System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(50);
+            }
+        }
     }
 
     static String value(int i, int size) {
