@@ -46,15 +46,16 @@ class BrokerExporterReporterTest {
                 "rdma.exporter.watermark.interval.ms", "20",
                 "rdma.provider", "tcp"))) {
             logDirs = cluster.logDirs();
+            String bootstrap = "127.0.0.1:" + brokerPort; // the kit's bootstrapServers() names the port it would have bound
             LogExporter inBroker = BrokerExporterReporter.running(logDirs);
             assertThat(inBroker).as("the broker started the exporter (once, though combined mode has two roles)").isNotNull();
             assertThat(inBroker.address().getPort()).isEqualTo(port);
-            try (Admin admin = Admin.create(Map.of("bootstrap.servers", cluster.bootstrap()))) {
+            try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
                 admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get();
                 RdmaKafkaConsumerTest.awaitLeaders(admin, Map.of(new TopicPartition(topic, 0), OffsetSpec.latest(),
                         new TopicPartition(topic, 1), OffsetSpec.latest()));
             }
-            Map<String, Object> producer = Map.of("bootstrap.servers", cluster.bootstrap(),
+            Map<String, Object> producer = Map.of("bootstrap.servers", bootstrap,
                     "key.serializer", StringSerializer.class, "value.serializer", StringSerializer.class);
             List<Future<RecordMetadata>> acks = new ArrayList<>();
             try (KafkaProducer<String, String> p = new KafkaProducer<>(producer)) {
@@ -65,7 +66,7 @@ class BrokerExporterReporterTest {
             for (Future<RecordMetadata> ack : acks) {
                 ack.get();
             }
-            Map<String, Object> consumer = new HashMap<>(Map.of("bootstrap.servers", cluster.bootstrap(),
+            Map<String, Object> consumer = new HashMap<>(Map.of("bootstrap.servers", bootstrap,
                     "key.deserializer", StringDeserializer.class, "value.deserializer", StringDeserializer.class,
                     "enable.auto.commit", "false"));
             List<RdmaKafkaConsumerTest.Seen> plain = readAll(new KafkaConsumer<>(consumer), topic);
