@@ -2,7 +2,6 @@ package io.rdma4j.kafka;
 
 import io.rdma4j.core.metrics.OperationType;
 import io.rdma4j.kafka.exporter.BrokerExporterReporter;
-import io.rdma4j.kafka.exporter.LogExporter;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -16,8 +15,12 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
-import java.net.ServerSocket;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -28,28 +31,22 @@ import java.util.concurrent.Future;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** The exporter running inside the broker JVM as a metrics reporter serves RDMA consumers. */
+/** The exporter running inside a real broker process as a metrics reporter serves RDMA consumers. */
 class BrokerExporterReporterTest {
 
     @Test
-    void brokerPluginExportsTheLogToRdmaConsumers() throws Exception {
-        int port = freePort();
-        int brokerPort = freePort();
+    void brokerPluginExportsTheLogToRdmaConsumers(@TempDir Path dir) throws Exception {
+        int port = KafkaBrokerProcess.freePort();
         String topic = "plugin-topic";
-        String logDirs;
-        try (KafkaTestCluster cluster = new KafkaTestCluster(Map.of(
+        // A real broker process configured as a user would: the plugin learns log.dirs and its Admin bootstrap
+        // from the broker's own server.properties.
+        try (KafkaBrokerProcess broker = KafkaBrokerProcess.start(dir, "broker-plugin", Map.of(
                 "metric.reporters", BrokerExporterReporter.class.getName(),
-                // The kit's default listeners end in :0 (it binds them itself), from which the plugin cannot learn the
-                // broker's address for its Admin client; a real broker's listeners name their ports, as here.
-                "listeners", "EXTERNAL://127.0.0.1:" + brokerPort + ",CONTROLLER://localhost:0",
                 "rdma.exporter.listen.address", "127.0.0.1:" + port,
                 "rdma.exporter.watermark.interval.ms", "20",
                 "rdma.provider", "tcp"))) {
-            logDirs = cluster.logDirs();
-            String bootstrap = "127.0.0.1:" + brokerPort; // the kit's bootstrapServers() names the port it would have bound
-            LogExporter inBroker = BrokerExporterReporter.running(logDirs);
-            assertThat(inBroker).as("the broker started the exporter (once, though combined mode has two roles)").isNotNull();
-            assertThat(inBroker.address().getPort()).isEqualTo(port);
+            assertThat(accepts(port)).as("the broker started the exporter on its port\n%s", broker.logTail()).isTrue();
+            String bootstrap = broker.bootstrapServers();
             try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
                 admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get();
                 RdmaKafkaConsumerTest.awaitLeaders(admin, Map.of(new TopicPartition(topic, 0), OffsetSpec.latest(),
@@ -74,13 +71,17 @@ class BrokerExporterReporterTest {
             consumer.put("rdma.exporter.address", "127.0.0.1:" + port);
             consumer.put("rdma.provider", "tcp");
             try (Consumer<String, String> c = RdmaConsumerFactory.create(consumer, null, null)) {
-                assertThat(readAll(c, topic)).isEqualTo(plain).hasSize(2000);
+                assertThat(readAll(c, topic)).as("records by RDMA\n%s", broker.logTail()).isEqualTo(plain).hasSize(2000);
                 RdmaKafkaConsumer<String, String> rdma = (RdmaKafkaConsumer<String, String>) c;
-                assertThat(rdma.transportMetrics().snapshot(OperationType.READ).count()).as("RDMA READs").isPositive();
-                assertThat(rdma.rdmaRecords()).as("records that came by RDMA").isEqualTo(2000);
+                assertThat(rdma.transportMetrics().snapshot(OperationType.READ).count()).as("RDMA READs\n%s", broker.logTail()).isPositive();
+                assertThat(rdma.rdmaRecords()).as("records that came by RDMA\n%s", broker.logTail()).isEqualTo(2000);
             }
+            broker.stopGracefully();
+            assertThat(accepts(port)).as("the exporter stopped with the broker\n%s", broker.logTail()).isFalse();
+            assertThat(broker.output()).as("the broker ran one exporter (combined mode has two roles) and closed it")
+                    .containsOnlyOnce("rdma4j log exporter started in the broker on")
+                    .containsOnlyOnce("rdma4j log exporter in the broker stopped");
         }
-        assertThat(BrokerExporterReporter.running(logDirs)).as("stopped with the broker").isNull();
     }
 
     @Test
@@ -94,9 +95,13 @@ class BrokerExporterReporterTest {
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("rdma.exporter.bootstrap.servers");
     }
 
-    private static int freePort() throws java.io.IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
+    /** Whether something listens on the loopback port: the exporter, in the broker's JVM. */
+    private static boolean accepts(int port) {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", port), 2000);
+            return true;
+        } catch (IOException e) {
+            return false;
         }
     }
 
