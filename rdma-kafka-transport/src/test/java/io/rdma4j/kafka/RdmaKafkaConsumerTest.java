@@ -120,6 +120,9 @@ class RdmaKafkaConsumerTest {
         String topic = topic(1, Map.of());
         produce(topic, 2000, 100, Map.of());
         TopicPartition tp = new TopicPartition(topic, 0);
+        // Seeks are what this test is about: start once the exporter serves the whole partition, so the
+        // first poll cannot take the normal path just because the topic was not exported yet.
+        awaitExported(tp, 2000);
         try (Consumer<String, String> c = rdmaConsumer(Map.of())) {
             c.assign(List.of(tp));
             c.seek(tp, 1500);
@@ -133,6 +136,17 @@ class RdmaKafkaConsumerTest {
                     java.util.stream.IntStream.range(10, 2000).mapToObj(i -> value(i, 100)).toList());
             assertThat(c.position(tp)).isEqualTo(2000);
             assertRdmaRead(c);
+        }
+    }
+
+    private void awaitExported(TopicPartition tp, long highWatermark) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (exporter.exportedHighWatermark(tp) < highWatermark) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("exporter did not serve " + tp + " up to offset " + highWatermark + " within 30 s (serves "
+                        + exporter.exportedHighWatermark(tp) + ")");
+            }
+            Thread.sleep(20);
         }
     }
 

@@ -134,6 +134,16 @@ public final class LogExporter implements AutoCloseable {
         return partitions.size();
     }
 
+    /**
+     * The high watermark this exporter currently serves for {@code tp} (consumers read up to it by RDMA),
+     * or -1 while the partition is not exported yet.
+     */
+    public long exportedHighWatermark(TopicPartition tp) {
+        PartitionExport p = partitions.get(tp);
+        var published = p == null ? null : p.published();
+        return published == null ? -1 : published.highWatermark();
+    }
+
     /** Runs one refresh now (tests use it to avoid waiting). */
     public void refresh() throws IOException, InterruptedException {
         discoverPartitions();
