@@ -79,13 +79,33 @@ public final class SpringRegionsDemo {
             MemorySegment expected = arena.allocate(SIZE, 64);
             fill(expected);
             boolean identical = copy.mismatch(expected) == -1;
-            System.out.printf("read %d MiB from %s over %s in %.3f s (%.0f MiB/s), bytes identical: %s%n", SIZE >> 20, peer,
-                    reader.getBean(RdmaTemplate.class).transport().provider(), seconds, (SIZE >> 20) / seconds, identical);
+            RdmaTemplate template = reader.getBean(RdmaTemplate.class);
+            System.out.println("[spring-demo] provider: " + template.transport().selection());
+            System.out.printf("[spring-demo] read %d MiB region 'demo-dataset' from %s in %.3f s (%.0f MiB/s), bytes identical: %s%n",
+                    SIZE >> 20, peer, seconds, (SIZE >> 20) / seconds, identical);
+            if (!identical) {
+                throw new IllegalStateException("the region read differs from what the publisher published");
+            }
         }
+        System.out.println("[spring-demo] publisher health: " + httpGet("http://127.0.0.1:8080/actuator/health/rdma4j"));
         if (java.util.Arrays.asList(args).contains("--exit")) {
             publisher.close();
+            System.out.println("[spring-demo] OK");
         } else {
-            System.out.println("publisher running: curl http://127.0.0.1:8080/actuator/health/rdma4j (Ctrl-C to stop)");
+            System.out.println("[spring-demo] publisher running (Ctrl-C to stop):");
+            System.out.println("  curl http://127.0.0.1:8080/actuator/health/rdma4j");
+            System.out.println("  curl http://127.0.0.1:8080/actuator/info");
+            System.out.println("  curl http://127.0.0.1:8080/actuator/metrics/rdma4j.operations");
+            System.out.println("  curl http://127.0.0.1:8080/actuator/metrics/rdma4j.served.bytes");
+        }
+    }
+
+    private static String httpGet(String url) {
+        try (var client = java.net.http.HttpClient.newHttpClient()) {
+            return client.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+        } catch (java.io.IOException | InterruptedException e) {
+            throw new IllegalStateException("could not read " + url, e);
         }
     }
 }
