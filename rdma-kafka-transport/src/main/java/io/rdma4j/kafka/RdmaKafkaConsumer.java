@@ -292,13 +292,42 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
 
     @Override public Set<TopicPartition> assignment() { return delegate.assignment(); }
     @Override public Set<String> subscription() { return delegate.subscription(); }
-    @Override public void subscribe(Collection<String> topics) { delegate.subscribe(topics); }
-    @Override public void subscribe(Collection<String> topics, ConsumerRebalanceListener listener) { delegate.subscribe(topics, listener); }
+    @Override public void subscribe(Collection<String> topics) { subscribe(topics, NO_LISTENER); }
+    @Override public void subscribe(Collection<String> topics, ConsumerRebalanceListener listener) { delegate.subscribe(topics, handingOver(listener)); }
     @Override public void assign(Collection<TopicPartition> partitions) { delegate.assign(partitions); }
-    @Override public void subscribe(Pattern pattern, ConsumerRebalanceListener listener) { delegate.subscribe(pattern, listener); }
-    @Override public void subscribe(Pattern pattern) { delegate.subscribe(pattern); }
-    @Override public void subscribe(SubscriptionPattern pattern, ConsumerRebalanceListener listener) { delegate.subscribe(pattern, listener); }
-    @Override public void subscribe(SubscriptionPattern pattern) { delegate.subscribe(pattern); }
+    @Override public void subscribe(Pattern pattern, ConsumerRebalanceListener listener) { delegate.subscribe(pattern, handingOver(listener)); }
+    @Override public void subscribe(Pattern pattern) { subscribe(pattern, NO_LISTENER); }
+    @Override public void subscribe(SubscriptionPattern pattern, ConsumerRebalanceListener listener) { delegate.subscribe(pattern, handingOver(listener)); }
+    @Override public void subscribe(SubscriptionPattern pattern) { subscribe(pattern, NO_LISTENER); }
+
+    private static final ConsumerRebalanceListener NO_LISTENER = new ConsumerRebalanceListener() {
+        @Override public void onPartitionsRevoked(Collection<TopicPartition> partitions) { }
+        @Override public void onPartitionsAssigned(Collection<TopicPartition> partitions) { }
+    };
+
+    /**
+     * Pauses newly assigned partitions in the internal consumer as soon as a rebalance hands them over,
+     * before it fetches in the same poll: otherwise their first records would come by the normal path.
+     */
+    private ConsumerRebalanceListener handingOver(ConsumerRebalanceListener user) {
+        return new ConsumerRebalanceListener() {
+            @Override
+            public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                user.onPartitionsRevoked(partitions);
+            }
+
+            @Override
+            public void onPartitionsLost(Collection<TopicPartition> partitions) {
+                user.onPartitionsLost(partitions);
+            }
+
+            @Override
+            public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                syncPauses();
+                user.onPartitionsAssigned(partitions);
+            }
+        };
+    }
     @Override public void unsubscribe() { delegate.unsubscribe(); }
     @Override public void commitSync() { delegate.commitSync(); }
     @Override public void commitSync(Duration timeout) { delegate.commitSync(timeout); }
