@@ -33,7 +33,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * equivalent in plain Java NIO (a blocking SocketChannel request/response server writing from a direct
  * buffer). Latency of 64 B reads (one in flight: median, p99) and throughput of 1 MiB reads (1 and 8
  * in flight). Warm-up first; each phase runs for a fixed time. Not part of the normal build: run with
- * {@code ./mvnw -B -pl it -am -Pbench verify} (or {@code main} on the test class path).
+ * {@code ./mvnw -B -pl it/bench-transport -am -Pbench verify -Dtest=TcpVsNioBenchmark -Dsurefire.failIfNoSpecifiedTests=false} (or {@code main} on the test class path).
  */
 class TcpVsNioBenchmark {
 
