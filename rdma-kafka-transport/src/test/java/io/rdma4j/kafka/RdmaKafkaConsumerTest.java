@@ -264,8 +264,14 @@ class RdmaKafkaConsumerTest {
             }
             assertThat(a.assignment()).as("the first member owns every partition").hasSize(4);
             b.subscribe(List.of(topic)); // joins mid-stream: the group rebalances
-            produce(topic, 2000, 100, Map.of());
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (b.assignment().isEmpty() && System.nanoTime() < deadline) {
+                pollAndCommit(a, got, uncommitted);
+                pollAndCommit(b, got, uncommitted);
+            }
+            assertThat(b.assignment()).as("the joiner got partitions in the rebalance").isNotEmpty();
+            // Produced after the hand-over, so the joiner has records of its own to read whatever the first member drained.
+            produce(topic, 2000, 100, Map.of());
             while (distinct(got) < 6000 && System.nanoTime() < deadline) {
                 pollAndCommit(a, got, uncommitted);
                 pollAndCommit(b, got, uncommitted);
