@@ -87,12 +87,14 @@ class CrossProcessTest {
              RdmaTransport transport = RdmaTransport.open(TransportConfig.builder().provider("tcp").build())) {
             RegisteredRegion sink = transport.register(arena.allocate(size), Access.readSink());
             RdmaConnection c = transport.connect(p.address()).get(30, TimeUnit.SECONDS);
+            // The connection works: a small read completes.
+            c.read(p.descriptor(), 0, sink.segment().asSlice(0, 4096)).get(30, TimeUnit.SECONDS);
+            // Then 2 GiB of reads are in flight when the child dies. (Waiting for one of them first would not
+            // do: the responder interleaves chunks of all requests, so they finish at nearly the same time.)
             List<CompletableFuture<Void>> reads = new ArrayList<>();
             for (int i = 0; i < 64; i++) {
                 reads.add(c.read(p.descriptor(), 0, sink.segment()));
             }
-            // wait until data is flowing, then kill the child
-            reads.getFirst().get(30, TimeUnit.SECONDS);
             child.destroyForcibly();
             int closed = 0;
             for (CompletableFuture<Void> f : reads) {
