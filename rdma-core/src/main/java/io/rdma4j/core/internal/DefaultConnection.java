@@ -234,8 +234,9 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         }
 
         void finish(Void v, Throwable error) {
-            permits.release();
+            // Decrement before releasing the slot, so outstandingOperations() never exceeds the limit.
             outstanding.decrementAndGet();
+            permits.release();
             if (region != null) {
                 region.unpin();
             }

@@ -1,0 +1,138 @@
+package io.rdma4j.core.tcp;
+
+import io.rdma4j.core.AuthenticationException;
+import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.RdmaException;
+import io.rdma4j.core.RdmaTimeoutException;
+
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.security.GeneralSecurityException;
+import java.security.MessageDigest;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * The connection handshake: both sides send a hello (magic, version, flags, nonce); with a shared
+ * secret each then proves knowledge of it with HMAC-SHA256 over both nonces (bound to its role, so a
+ * proof cannot be reflected back) and says whether it accepted the peer's proof.
+ */
+final class TcpHandshake {
+
+    private static final byte ACCEPTED = 1;
+    private static final byte REJECTED = 0;
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private TcpHandshake() {
+    }
+
+    /** Runs the handshake on a connected blocking channel within {@code timeout}; closes nothing on success. */
+    static void run(SocketChannel channel, boolean connecting, Optional<String> secret, Duration timeout,
+                    ScheduledExecutorService timers, String peer) {
+        AtomicBoolean expired = new AtomicBoolean();
+        ScheduledFuture<?> watchdog = timers.schedule(() -> {
+            expired.set(true);
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // closing only to abort the blocked handshake
+            }
+        }, timeout.toNanos(), TimeUnit.NANOSECONDS);
+        try {
+            exchange(channel, connecting, secret, peer);
+        } catch (IOException e) {
+            if (expired.get()) {
+                throw new RdmaTimeoutException("handshake with " + peer + " did not finish within " + timeout);
+            }
+            throw new ConnectionClosedException("handshake with " + peer + " failed: " + e.getMessage(), e);
+        } catch (RdmaException e) {
+            if (expired.get()) {
+                throw new RdmaTimeoutException("handshake with " + peer + " did not finish within " + timeout);
+            }
+            throw e;
+        } finally {
+            watchdog.cancel(false);
+        }
+        if (expired.get()) {
+            throw new RdmaTimeoutException("handshake with " + peer + " did not finish within " + timeout);
+        }
+    }
+
+    private static void exchange(SocketChannel channel, boolean connecting, Optional<String> secret, String peer)
+            throws IOException {
+        byte[] ownNonce = new byte[TcpFrameCodec.NONCE_SIZE];
+        RANDOM.nextBytes(ownNonce);
+        writeFully(channel, TcpFrameCodec.encodeHello(secret.isPresent() ? TcpFrameCodec.FLAG_AUTH : 0, ownNonce));
+
+        ByteBuffer prefix = ByteBuffer.allocate(TcpFrameCodec.HELLO_PREFIX_SIZE);
+        readFully(channel, prefix, peer);
+        int peerFlags = TcpFrameCodec.decodeHelloPrefix(prefix.flip());
+        byte[] peerNonce = new byte[TcpFrameCodec.NONCE_SIZE];
+        readFully(channel, ByteBuffer.wrap(peerNonce), peer);
+
+        boolean peerWantsAuth = (peerFlags & TcpFrameCodec.FLAG_AUTH) != 0;
+        if (secret.isEmpty()) {
+            if (peerWantsAuth) {
+                throw new AuthenticationException(peer + " requires a shared secret; configure the same shared-secret on this side");
+            }
+            return;
+        }
+        if (!peerWantsAuth) {
+            throw new AuthenticationException(peer + " has no shared secret configured but this side requires one;"
+                    + " configure the same shared-secret on both sides");
+        }
+        byte ownRole = connecting ? (byte) 'C' : (byte) 'L';
+        byte peerRole = connecting ? (byte) 'L' : (byte) 'C';
+        writeFully(channel, ByteBuffer.wrap(proof(secret.get(), ownRole, ownNonce, peerNonce)));
+        byte[] peerProof = new byte[TcpFrameCodec.PROOF_SIZE];
+        readFully(channel, ByteBuffer.wrap(peerProof), peer);
+        boolean peerOk = MessageDigest.isEqual(peerProof, proof(secret.get(), peerRole, peerNonce, ownNonce));
+        writeFully(channel, ByteBuffer.wrap(new byte[] {peerOk ? ACCEPTED : REJECTED}));
+        ByteBuffer verdict = ByteBuffer.allocate(1);
+        readFully(channel, verdict, peer);
+        if (!peerOk) {
+            throw new AuthenticationException(peer + " failed to prove the shared secret; configure the same shared-secret on both sides");
+        }
+        if (verdict.get(0) != ACCEPTED) {
+            throw new AuthenticationException(peer + " rejected this side's shared secret; configure the same shared-secret on both sides");
+        }
+    }
+
+    /** HMAC-SHA256(secret, role || prover's nonce || verifier's nonce). */
+    static byte[] proof(String secret, byte role, byte[] proverNonce, byte[] verifierNonce) {
+        try {
+            Mac mac = Mac.getInstance("HmacSHA256");
+            mac.init(new SecretKeySpec(secret.getBytes(StandardCharsets.UTF_8), "HmacSHA256"));
+            mac.update("rdma4j-tcp-auth-v1".getBytes(StandardCharsets.US_ASCII));
+            mac.update(role);
+            mac.update(proverNonce);
+            mac.update(verifierNonce);
+            return mac.doFinal();
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("HmacSHA256 is not available in this JDK", e);
+        }
+    }
+
+    static void writeFully(SocketChannel channel, ByteBuffer buffer) throws IOException {
+        while (buffer.hasRemaining()) {
+            channel.write(buffer);
+        }
+    }
+
+    static void readFully(SocketChannel channel, ByteBuffer buffer, String peer) throws IOException {
+        while (buffer.hasRemaining()) {
+            if (channel.read(buffer) < 0) {
+                throw new ConnectionClosedException(peer + " closed the connection");
+            }
+        }
+    }
+}

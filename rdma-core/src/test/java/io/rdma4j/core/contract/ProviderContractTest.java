@@ -1,0 +1,523 @@
+package io.rdma4j.core.contract;
+
+import io.rdma4j.core.Access;
+import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaListener;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.ReadRequest;
+import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.RemoteAccessException;
+import io.rdma4j.core.TransportConfig;
+import io.rdma4j.core.metrics.OperationType;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * What every provider must do, unchanged: subclasses only say how to configure the transport and
+ * where to listen (the soft-RDMA lab passes the RDMA device's address). Two transports in this JVM
+ * play requester and responder.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+public abstract class ProviderContractTest {
+
+    protected static final long WAIT_SECONDS = 60;
+
+    /** The configuration both sides use (the provider named explicitly). */
+    protected abstract TransportConfig config();
+
+    /** The provider name {@link #config()} selects. */
+    protected abstract String expectedProvider();
+
+    /** Where the responder listens; loopback by default. */
+    protected InetSocketAddress listenAddress() {
+        return new InetSocketAddress("127.0.0.1", 0);
+    }
+
+    protected Arena arena;
+    protected RdmaTransport server;
+    protected RdmaTransport client;
+    protected RdmaListener listener;
+    protected RdmaConnection connection;
+    protected final BlockingQueue<RdmaConnection> accepted = new LinkedBlockingQueue<>();
+
+    @BeforeEach
+    void openTransports() throws Exception {
+        arena = Arena.ofShared();
+        server = RdmaTransport.open(config());
+        client = RdmaTransport.open(config());
+        listener = server.listen(listenAddress(), accepted::add);
+        connection = connect(client);
+    }
+
+    @AfterEach
+    void closeTransports() {
+        if (client != null) {
+            client.close();
+        }
+        if (server != null) {
+            server.close();
+        }
+        arena.close();
+    }
+
+    protected RdmaConnection connect(RdmaTransport from) throws Exception {
+        return from.connect(listener.localAddress()).get(WAIT_SECONDS, TimeUnit.SECONDS);
+    }
+
+    protected static byte pattern(long i) {
+        return (byte) (i * 31 + (i >>> 8) + 7);
+    }
+
+    /** A region of {@code size} bytes filled with {@link #pattern}. */
+    protected RegisteredRegion published(RdmaTransport on, long size, java.util.Set<Access> access) {
+        MemorySegment s = arena.allocate(size, 64);
+        for (long i = 0; i < size; i++) {
+            s.set(ValueLayout.JAVA_BYTE, i, pattern(i));
+        }
+        return on.register(s, access);
+    }
+
+    protected RegisteredRegion sink(RdmaTransport on, long size) {
+        return on.register(arena.allocate(Math.max(1, size), 64), Access.readSink());
+    }
+
+    protected static void assertPattern(MemorySegment data, long remoteOffset) {
+        for (long i = 0; i < data.byteSize(); i++) {
+            byte expected = pattern(remoteOffset + i);
+            byte actual = data.get(ValueLayout.JAVA_BYTE, i);
+            if (expected != actual) {
+                throw new AssertionError("byte " + i + " (remote offset " + (remoteOffset + i) + ") is " + actual
+                        + ", expected " + expected);
+            }
+        }
+    }
+
+    protected static <T> T await(CompletableFuture<T> f) throws Exception {
+        return f.get(WAIT_SECONDS, TimeUnit.SECONDS);
+    }
+
+    /** The exception a future failed with (unwrapped), failing the test if it succeeded. */
+    protected static Throwable failureOf(CompletableFuture<?> f) throws Exception {
+        try {
+            f.get(WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            return e.getCause();
+        }
+        throw new AssertionError("operation succeeded but was expected to fail");
+    }
+
+    protected static RemoteAccessException.Reason refusal(CompletableFuture<?> f) throws Exception {
+        Throwable t = failureOf(f);
+        assertThat(t).isInstanceOf(RemoteAccessException.class);
+        return ((RemoteAccessException) t).reason();
+    }
+
+    protected static void eventually(String what, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting until " + what);
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    // ---- selection and registration ----
+
+    @Test
+    void reportsTheSelectedProviderAndWhy() {
+        assertThat(server.provider()).isEqualTo(expectedProvider());
+        assertThat(connection.provider()).isEqualTo(expectedProvider());
+        assertThat(server.selection().reason()).isNotBlank();
+    }
+
+    @Test
+    void descriptorRoundTripsAndDescribesTheRegion() {
+        RegisteredRegion r = published(server, 4096, Access.remoteRead());
+        RegionDescriptor d = r.descriptor();
+        assertThat(d.provider()).isEqualTo(expectedProvider());
+        assertThat(d.address()).isEqualTo(r.segment().address());
+        assertThat(d.length()).isEqualTo(4096);
+        assertThat(d.key()).isNotZero();
+        assertThat(d.allows(Access.REMOTE_READ)).isTrue();
+        assertThat(d.allows(Access.REMOTE_WRITE)).isFalse();
+        assertThat(RegionDescriptor.fromBytes(d.toBytes())).isEqualTo(d);
+        RegisteredRegion other = published(server, 4096, Access.remoteRead());
+        assertThat(other.descriptor().key()).isNotEqualTo(d.key());
+        assertThat(server.registeredRegions()).isEqualTo(2);
+    }
+
+    // ---- reads ----
+
+    @ParameterizedTest(name = "{0} bytes")
+    @ValueSource(longs = {1, 64, 4096, 1 << 20, (3L << 20) + 12345})
+    void readsWhatThePeerPublished(long size) throws Exception {
+        long offset = 13;
+        RegisteredRegion remote = published(server, size + offset, Access.remoteRead());
+        RegisteredRegion local = sink(client, size);
+        await(connection.read(remote.descriptor(), offset, local.segment()));
+        assertPattern(local.segment(), offset);
+    }
+
+    @Test
+    void zeroLengthReadCompletes() throws Exception {
+        RegisteredRegion remote = published(server, 64, Access.remoteRead());
+        RegisteredRegion local = sink(client, 64);
+        await(connection.read(remote.descriptor(), 64, local.segment().asSlice(0, 0)));
+    }
+
+    @Test
+    void readAllFetchesManyRangesIntoOneSink() throws Exception {
+        int ranges = 300;
+        RegisteredRegion remote = published(server, 1 << 20, Access.remoteRead());
+        Random random = new Random(42);
+        long[] offsets = new long[ranges];
+        long[] lengths = new long[ranges];
+        long total = 0;
+        for (int i = 0; i < ranges; i++) {
+            lengths[i] = 1 + random.nextInt(8192);
+            offsets[i] = random.nextLong((1 << 20) - lengths[i]);
+            total += lengths[i];
+        }
+        RegisteredRegion local = sink(client, total);
+        List<ReadRequest> reads = new ArrayList<>();
+        long at = 0;
+        for (int i = 0; i < ranges; i++) {
+            reads.add(new ReadRequest(remote.descriptor(), offsets[i], local.segment().asSlice(at, lengths[i])));
+            at += lengths[i];
+        }
+        await(connection.readAll(reads));
+        at = 0;
+        for (int i = 0; i < ranges; i++) {
+            assertPattern(local.segment().asSlice(at, lengths[i]), offsets[i]);
+            at += lengths[i];
+        }
+    }
+
+    // ---- writes ----
+
+    @Test
+    void writesIntoARemoteWritableRegion() throws Exception {
+        long size = (2L << 20) + 99;
+        RegisteredRegion target = server.register(arena.allocate(size + 100, 64), Access.remoteReadWrite());
+        MemorySegment src = arena.allocate(size, 64);
+        for (long i = 0; i < size; i++) {
+            src.set(ValueLayout.JAVA_BYTE, i, pattern(i));
+        }
+        RegisteredRegion source = client.register(src, Access.readSink());
+        await(connection.write(target.descriptor(), 100, source.segment()));
+        assertPattern(target.segment().asSlice(100, size), 0);
+        assertThat(target.segment().get(ValueLayout.JAVA_BYTE, 99)).isZero();
+    }
+
+    @Test
+    void writeToAReadOnlyRegionIsDeniedLocallyAndByTheResponder() throws Exception {
+        RegisteredRegion readOnly = published(server, 4096, Access.remoteRead());
+        RegisteredRegion source = sink(client, 64);
+        assertThat(refusal(connection.write(readOnly.descriptor(), 0, source.segment())))
+                .isEqualTo(RemoteAccessException.Reason.ACCESS_DENIED);
+        // A descriptor forged to claim write access is refused by the responder itself.
+        RegionDescriptor d = readOnly.descriptor();
+        RegionDescriptor forged = new RegionDescriptor(d.provider(), d.address(), d.length(), d.key(),
+                EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE));
+        long rejectedBefore = server.metrics().rejectedRequests();
+        assertThat(refusal(connection.write(forged, 0, source.segment()))).isEqualTo(RemoteAccessException.Reason.ACCESS_DENIED);
+        assertPattern(readOnly.segment(), 0);
+        assertThat(server.metrics().rejectedRequests()).isGreaterThan(rejectedBefore);
+    }
+
+    @Test
+    void readOfARegionWithoutRemoteReadIsDeniedByTheResponder() throws Exception {
+        RegisteredRegion writeOnly = server.register(arena.allocate(4096, 64), EnumSet.of(Access.REMOTE_WRITE));
+        RegisteredRegion local = sink(client, 64);
+        RegionDescriptor d = writeOnly.descriptor();
+        RegionDescriptor forged = new RegionDescriptor(d.provider(), d.address(), d.length(), d.key(), Access.remoteReadWrite());
+        assertThat(refusal(connection.read(forged, 0, local.segment()))).isEqualTo(RemoteAccessException.Reason.ACCESS_DENIED);
+    }
+
+    // ---- keys and bounds ----
+
+    @Test
+    void forgedKeyIsRefused() throws Exception {
+        RegisteredRegion remote = published(server, 4096, Access.remoteRead());
+        RegisteredRegion local = sink(client, 64);
+        RegionDescriptor d = remote.descriptor();
+        RegionDescriptor forged = new RegionDescriptor(d.provider(), d.address(), d.length(), d.key() ^ 0x5a5a5a5a5a5aL, d.access());
+        assertThat(refusal(connection.read(forged, 0, local.segment()))).isEqualTo(RemoteAccessException.Reason.UNKNOWN_KEY);
+        // the connection keeps working
+        await(connection.read(d, 0, local.segment()));
+        assertPattern(local.segment(), 0);
+    }
+
+    @Test
+    void staleKeyAfterDeregistrationIsRefused() throws Exception {
+        RegisteredRegion remote = published(server, 4096, Access.remoteRead());
+        RegisteredRegion local = sink(client, 64);
+        RegionDescriptor d = remote.descriptor();
+        await(connection.read(d, 0, local.segment()));
+        remote.close();
+        assertThat(remote.isOpen()).isFalse();
+        assertThat(refusal(connection.read(d, 0, local.segment()))).isEqualTo(RemoteAccessException.Reason.UNKNOWN_KEY);
+    }
+
+    @Test
+    void outOfRangeAndOverflowAreRefusedLocally() throws Exception {
+        RegisteredRegion remote = published(server, 4096, Access.remoteRead());
+        RegisteredRegion local = sink(client, 64);
+        RegionDescriptor d = remote.descriptor();
+        assertThat(refusal(connection.read(d, 4096 - 63, local.segment()))).isEqualTo(RemoteAccessException.Reason.OUT_OF_RANGE);
+        assertThat(refusal(connection.read(d, -1, local.segment()))).isEqualTo(RemoteAccessException.Reason.OUT_OF_RANGE);
+        assertThat(refusal(connection.read(d, Long.MAX_VALUE - 10, local.segment()))).isEqualTo(RemoteAccessException.Reason.OUT_OF_RANGE);
+    }
+
+    @Test
+    void outOfRangeIsRefusedByTheResponderForForgedDescriptors() throws Exception {
+        RegisteredRegion remote = published(server, 4096, Access.remoteRead());
+        RegisteredRegion local = sink(client, 8192);
+        RegionDescriptor d = remote.descriptor();
+        RegionDescriptor tooLong = new RegionDescriptor(d.provider(), d.address(), 1L << 40, d.key(), d.access());
+        assertThat(refusal(connection.read(tooLong, 4000, local.segment().asSlice(0, 200))))
+                .isEqualTo(RemoteAccessException.Reason.OUT_OF_RANGE);
+        RegionDescriptor before = new RegionDescriptor(d.provider(), d.address() - 64, 8192, d.key(), d.access());
+        assertThat(refusal(connection.read(before, 0, local.segment().asSlice(0, 128))))
+                .isEqualTo(RemoteAccessException.Reason.OUT_OF_RANGE);
+        RegionDescriptor wrapping = new RegionDescriptor(d.provider(), Long.MAX_VALUE - 8, Long.MAX_VALUE, d.key(), d.access());
+        assertThat(refusal(connection.read(wrapping, 0, local.segment().asSlice(0, 64))))
+                .isEqualTo(RemoteAccessException.Reason.OUT_OF_RANGE);
+        await(connection.read(d, 0, local.segment().asSlice(0, 4096)));
+        assertPattern(local.segment().asSlice(0, 4096), 0);
+    }
+
+    @Test
+    void sinkOutsideARegisteredRegionIsRejected() throws Exception {
+        RegisteredRegion remote = published(server, 4096, Access.remoteRead());
+        MemorySegment unregistered = arena.allocate(64);
+        assertThat(failureOf(connection.read(remote.descriptor(), 0, unregistered))).isInstanceOf(IllegalArgumentException.class);
+        RegisteredRegion readOnlySink = client.register(arena.allocate(64), Access.remoteRead());
+        assertThat(failureOf(connection.read(remote.descriptor(), 0, readOnlySink.segment())))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("LOCAL_WRITE");
+    }
+
+    // ---- two-sided ----
+
+    @Test
+    void messagesArriveInOrderUpToTheMaxSize() throws Exception {
+        RdmaConnection serverSide = accepted.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertThat(serverSide).isNotNull();
+        int count = 500;
+        List<CompletableFuture<Void>> sent = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            sent.add(connection.send(("message " + i).getBytes(StandardCharsets.UTF_8)));
+        }
+        for (int i = 0; i < count; i++) {
+            ByteBuffer m = await(serverSide.receive());
+            assertThat(StandardCharsets.UTF_8.decode(m).toString()).isEqualTo("message " + i);
+        }
+        sent.forEach(f -> f.join());
+        int max = config().maxMessageSize();
+        byte[] big = new byte[max];
+        new Random(7).nextBytes(big);
+        await(serverSide.send(big));
+        ByteBuffer got = await(connection.receive());
+        byte[] copy = new byte[got.remaining()];
+        got.get(copy);
+        assertThat(copy).isEqualTo(big);
+        assertThat(failureOf(connection.send(new byte[max + 1]))).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    // ---- concurrency ----
+
+    @Test
+    void manyConnectionsWithManyOutstandingReadsReadCorrectData() throws Exception {
+        int connections = 6;
+        int readsPerConnection = 96;
+        int size = 16 * 1024 + 5;
+        RegisteredRegion remote = published(server, 1 << 20, Access.remoteRead());
+        List<RdmaConnection> conns = new ArrayList<>();
+        conns.add(connection);
+        for (int i = 1; i < connections; i++) {
+            conns.add(connect(client));
+        }
+        RegisteredRegion local = sink(client, (long) connections * readsPerConnection * size);
+        List<CompletableFuture<Void>> all = new ArrayList<>();
+        long[] offsets = new long[connections * readsPerConnection];
+        Random random = new Random(3);
+        List<Thread> issuers = new ArrayList<>();
+        for (int c = 0; c < connections; c++) {
+            for (int r = 0; r < readsPerConnection; r++) {
+                offsets[c * readsPerConnection + r] = random.nextInt((1 << 20) - size);
+            }
+        }
+        List<List<CompletableFuture<Void>>> perThread = new ArrayList<>();
+        for (int c = 0; c < connections; c++) {
+            int conn = c;
+            List<CompletableFuture<Void>> mine = new ArrayList<>();
+            perThread.add(mine);
+            issuers.add(Thread.ofPlatform().start(() -> {
+                for (int r = 0; r < readsPerConnection; r++) {
+                    int slot = conn * readsPerConnection + r;
+                    mine.add(conns.get(conn).read(remote.descriptor(), offsets[slot],
+                            local.segment().asSlice((long) slot * size, size)));
+                }
+            }));
+        }
+        for (Thread t : issuers) {
+            t.join();
+        }
+        perThread.forEach(all::addAll);
+        await(CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)));
+        for (int slot = 0; slot < offsets.length; slot++) {
+            assertPattern(local.segment().asSlice((long) slot * size, size), offsets[slot]);
+        }
+    }
+
+    @Test
+    void backPressureLetsManyMoreOperationsThanSlotsComplete() throws Exception {
+        try (RdmaTransport limited = RdmaTransport.open(config().toBuilder().maxOutstandingOperations(2).build())) {
+            RdmaConnection c = connect(limited);
+            RegisteredRegion remote = published(server, 64 * 1024, Access.remoteRead());
+            int reads = 200;
+            RegisteredRegion local = sink(limited, reads * 256L);
+            List<CompletableFuture<Void>> futures = new ArrayList<>();
+            for (int i = 0; i < reads; i++) {
+                futures.add(c.read(remote.descriptor(), i * 100L, local.segment().asSlice(i * 256L, 256)));
+                assertThat(c.outstandingOperations()).isLessThanOrEqualTo(2);
+            }
+            await(CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new)));
+            for (int i = 0; i < reads; i++) {
+                assertPattern(local.segment().asSlice(i * 256L, 256), i * 100L);
+            }
+            assertThat(limited.metrics().snapshot(OperationType.READ).successes()).isEqualTo(reads);
+        }
+    }
+
+    // ---- failures ----
+
+    @Test
+    void peerClosingMidTransferFailsPendingOperationsWithConnectionClosed() throws Exception {
+        long size = 16L << 20;
+        RegisteredRegion remote = published(server, size, Access.remoteRead());
+        int reads = 24;
+        RegisteredRegion local = sink(client, size);
+        List<CompletableFuture<Void>> futures = new ArrayList<>();
+        for (int i = 0; i < reads; i++) {
+            futures.add(connection.read(remote.descriptor(), 0, local.segment()));
+        }
+        server.close();
+        int closedFailures = 0;
+        for (CompletableFuture<Void> f : futures) {
+            try {
+                await(f);
+            } catch (ExecutionException e) {
+                assertThat(e.getCause()).isInstanceOf(ConnectionClosedException.class);
+                closedFailures++;
+            }
+        }
+        assertThat(closedFailures).as("reads cut off by the peer closing").isPositive();
+        eventually("the connection is closed", () -> !connection.isOpen());
+        assertThat(failureOf(connection.read(remote.descriptor(), 0, local.segment().asSlice(0, 64))))
+                .isInstanceOf(ConnectionClosedException.class);
+        assertThat(failureOf(connection.receive())).isInstanceOf(ConnectionClosedException.class);
+    }
+
+    @Test
+    void regionClosedWhileReadsAreInFlightEndsCleanly() throws Exception {
+        long size = 8L << 20;
+        RegisteredRegion remote = published(server, size, Access.remoteRead());
+        int reads = 16;
+        RegisteredRegion local = sink(client, size * reads);
+        List<CompletableFuture<Void>> futures = new ArrayList<>();
+        for (int i = 0; i < reads; i++) {
+            futures.add(connection.read(remote.descriptor(), 0, local.segment().asSlice(i * size, size)));
+        }
+        remote.close();
+        for (int i = 0; i < reads; i++) {
+            try {
+                await(futures.get(i));
+                assertPattern(local.segment().asSlice(i * size, size), 0);
+            } catch (ExecutionException e) {
+                assertThat(e.getCause()).isInstanceOf(RemoteAccessException.class);
+                assertThat(((RemoteAccessException) e.getCause()).reason())
+                        .isIn(RemoteAccessException.Reason.UNKNOWN_KEY, RemoteAccessException.Reason.RESPONDER_ERROR);
+            }
+        }
+        // the responder still serves other regions on the same connection
+        RegisteredRegion other = published(server, 4096, Access.remoteRead());
+        await(connection.read(other.descriptor(), 0, local.segment().asSlice(0, 4096)));
+        assertPattern(local.segment().asSlice(0, 4096), 0);
+    }
+
+    @Test
+    void closingTheTransportReleasesEverything() throws Exception {
+        published(server, 4096, Access.remoteRead());
+        sink(client, 4096);
+        connect(client);
+        eventually("the server saw both connections", () -> server.metrics().openConnections() == 2);
+        assertThat(client.metrics().openConnections()).isEqualTo(2);
+        assertThat(client.registeredRegions()).isEqualTo(1);
+        client.close();
+        assertThat(client.registeredRegions()).isZero();
+        assertThat(client.metrics().registeredRegions()).isZero();
+        assertThat(client.metrics().openConnections()).isZero();
+        assertThat(connection.isOpen()).isFalse();
+        eventually("the server noticed the peer left", () -> server.metrics().openConnections() == 0);
+        server.close();
+        assertThat(server.registeredRegions()).isZero();
+        assertThat(server.metrics().registeredBytes()).isZero();
+        assertThatThrownBy(() -> client.register(arena.allocate(64), Access.readSink())).isInstanceOf(ConnectionClosedException.class);
+    }
+
+    @Test
+    void metricsCountOperationsBytesServedAndRejected() throws Exception {
+        RegisteredRegion remote = published(server, 8192, Access.remoteReadWrite());
+        RegisteredRegion local = sink(client, 8192);
+        for (int i = 0; i < 5; i++) {
+            await(connection.read(remote.descriptor(), 0, local.segment().asSlice(0, 1000)));
+        }
+        await(connection.write(remote.descriptor(), 0, local.segment().asSlice(0, 300)));
+        RegionDescriptor d = remote.descriptor();
+        RegionDescriptor forged = new RegionDescriptor(d.provider(), d.address(), d.length(), ~d.key(), d.access());
+        refusal(connection.read(forged, 0, local.segment().asSlice(0, 10)));
+
+        var reads = client.metrics().snapshot(OperationType.READ);
+        assertThat(reads.count()).isEqualTo(6);
+        assertThat(reads.errors()).isEqualTo(1);
+        assertThat(reads.bytes()).isEqualTo(5000);
+        var writes = client.metrics().snapshot(OperationType.WRITE);
+        assertThat(writes.successes()).isEqualTo(1);
+        assertThat(writes.bytes()).isEqualTo(300);
+        assertThat(client.metrics().inFlight()).isZero();
+        assertThat(server.metrics().servedBytes(OperationType.READ)).isEqualTo(5000);
+        assertThat(server.metrics().servedOperations(OperationType.READ)).isEqualTo(5);
+        assertThat(server.metrics().servedBytes(OperationType.WRITE)).isEqualTo(300);
+        assertThat(server.metrics().rejectedRequests()).isEqualTo(1);
+        assertThat(server.metrics().registeredRegions()).isEqualTo(1);
+        assertThat(server.metrics().registeredBytes()).isEqualTo(8192);
+    }
+}

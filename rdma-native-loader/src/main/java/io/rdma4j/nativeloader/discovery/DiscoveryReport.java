@@ -1,0 +1,143 @@
+package io.rdma4j.nativeloader.discovery;
+
+import io.rdma4j.nativeloader.MemlockLimit;
+import io.rdma4j.nativeloader.discovery.SelectionResult.NoUsableDevice;
+import io.rdma4j.nativeloader.discovery.SelectionResult.Selection;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Everything discovery knows about this host, with concrete advice, printable as text (like
+ * {@code ibv_devinfo} plus the fixes users usually need). Immutable; a doctor command can print
+ * {@link #toText()} and add its own sections (e.g. the provider choice) using the accessors.
+ *
+ * @param snapshot  what sysfs showed
+ * @param options   the overrides the selection used
+ * @param selection the automatic choice, or why there is none
+ * @param memlock   RLIMIT_MEMLOCK, when readable
+ * @param natives   what libibverbs / librdmacm say, when probed
+ * @param advice    concrete fixes, most important first
+ */
+public record DiscoveryReport(SysfsScanner.Snapshot snapshot, DiscoveryOptions options, SelectionResult selection,
+                              Optional<MemlockLimit> memlock, Optional<NativeStatus> natives, List<String> advice) {
+
+    public DiscoveryReport {
+        advice = List.copyOf(advice);
+    }
+
+    /** Scans the real host ({@code /}), probes the native libraries and reads this process's memlock limit. */
+    public static DiscoveryReport forThisHost(DiscoveryOptions options) {
+        return create(SysfsScanner.host().scan(), options, MemlockLimit.current(), Optional.of(NativeStatus.probe()));
+    }
+
+    /** Builds a report from given inputs (tests pass fixture snapshots and limits). */
+    public static DiscoveryReport create(SysfsScanner.Snapshot snapshot, DiscoveryOptions options,
+                                         Optional<MemlockLimit> memlock, Optional<NativeStatus> natives) {
+        SelectionResult selection = DeviceSelector.select(snapshot, options);
+        return new DiscoveryReport(snapshot, options, selection, memlock, natives,
+                advise(snapshot, options, selection, memlock, natives));
+    }
+
+    public Optional<Selection> chosen() {
+        return selection instanceof Selection s ? Optional.of(s) : Optional.empty();
+    }
+
+    private static List<String> advise(SysfsScanner.Snapshot snapshot, DiscoveryOptions options, SelectionResult selection,
+                                       Optional<MemlockLimit> memlock, Optional<NativeStatus> natives) {
+        List<String> advice = new ArrayList<>();
+        natives.flatMap(NativeStatus::libraryProblem).ifPresent(advice::add);
+        String netdev = options.interfaceName().orElse("eth0");
+        if (!snapshot.infinibandClassPresent()) {
+            advice.add("no " + "/" + SysfsScanner.CLASS_PATH + ": load a driver or use Soft-RoCE: `modprobe rdma_rxe`"
+                    + " then `rdma link add rxe0 type rxe netdev " + netdev + "`");
+        } else if (snapshot.devices().isEmpty()) {
+            advice.add("no RDMA devices: load the NIC's RDMA driver (mlx5_ib, irdma, ...) or add Soft-RoCE: "
+                    + "`rdma link add rxe0 type rxe netdev " + netdev + "`");
+        }
+        for (RdmaDevice d : snapshot.devices()) {
+            for (RdmaPort p : d.ports()) {
+                String where = d.name() + " port " + p.number();
+                String dev = d.netdevs().isEmpty() ? "<netdev>" : d.netdevs().getFirst();
+                if (p.state() == PortState.DOWN) {
+                    advice.add(where + " is DOWN (physical state " + p.physState() + "): check the cable / switch port, "
+                            + "or `ip link set " + dev + " up`");
+                } else if (p.state() == PortState.INIT && p.linkLayer() == LinkLayer.INFINIBAND) {
+                    advice.add(where + " is INIT: no subnet manager configured the fabric; start one "
+                            + "(`systemctl start opensm`) on a host of the fabric or enable it on the switch");
+                } else if (p.active() && p.linkLayer() == LinkLayer.ETHERNET && d.nodeType() != NodeType.RNIC
+                        && p.gids().stream().noneMatch(g -> g.ipv4().isPresent() || (!g.isLinkLocal()))) {
+                    advice.add(where + " has only link-local GIDs: assign an IP address to " + dev
+                            + " (`ip addr add <ip>/<prefix> dev " + dev + "`) so RoCE v2 can route");
+                }
+            }
+        }
+        if (selection instanceof NoUsableDevice n && !snapshot.devices().isEmpty()) {
+            advice.add("nothing usable: " + n.reason());
+        }
+        memlock.flatMap(MemlockLimit::advice).ifPresent(advice::add);
+        return advice;
+    }
+
+    /** The whole report as text lines. */
+    public List<String> lines() {
+        List<String> out = new ArrayList<>();
+        out.add("RDMA discovery (sysfs root " + snapshot.root() + ")");
+        natives.ifPresent(n -> out.add("native libraries: " + n.describe()));
+        if (!snapshot.infinibandClassPresent()) {
+            out.add("devices: none (" + snapshot.infinibandClass() + " does not exist)");
+        } else if (snapshot.devices().isEmpty()) {
+            out.add("devices: none");
+        } else {
+            out.add("devices:");
+            for (RdmaDevice d : snapshot.devices()) {
+                out.add("  " + d.name() + ": node type " + d.nodeType() + ", node GUID " + d.nodeGuid()
+                        + (d.software() ? ", software device" : "")
+                        + ", net devices " + (d.netdevs().isEmpty() ? "none" : String.join(", ", d.netdevs())));
+                for (RdmaPort p : d.ports()) {
+                    out.add("    port " + p.number() + ": " + p.state() + " (" + p.physState() + "), link layer "
+                            + p.linkLayer() + d.transport(p).map(t -> ", " + t).orElse(""));
+                    for (Gid g : p.gids()) {
+                        out.add("      GID[" + g.index() + "] " + g.address() + " " + g.type()
+                                + g.netdev().map(n -> " " + n).orElse(""));
+                    }
+                }
+            }
+        }
+        out.add(switch (selection) {
+            case Selection s -> "selected: " + s.reason();
+            case NoUsableDevice n -> "selected: nothing: " + n.reason();
+        });
+        out.add("memlock: " + memlock.map(MemlockLimit::toString).orElse("unknown (no /proc/self/limits)"));
+        if (advice.isEmpty()) {
+            out.add("advice: none, this host looks ready");
+        } else {
+            out.add("advice:");
+            advice.forEach(a -> out.add("  - " + a));
+        }
+        return out;
+    }
+
+    public String toText() {
+        return String.join(System.lineSeparator(), lines()) + System.lineSeparator();
+    }
+
+    /** Prints the report of this host (overrides: --device, --port, --gid-index, --interface, --address). */
+    public static void main(String[] args) throws Exception {
+        DiscoveryOptions o = DiscoveryOptions.auto();
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            String v = args[i + 1];
+            o = switch (args[i]) {
+                case "--device" -> o.withDevice(v);
+                case "--port" -> o.withPort(Integer.parseInt(v));
+                case "--gid-index" -> o.withGidIndex(Integer.parseInt(v));
+                case "--interface" -> o.withInterface(v);
+                case "--address" -> o.withAddress(java.net.InetAddress.getByName(v));
+                default -> throw new IllegalArgumentException("unknown option " + args[i]);
+            };
+        }
+        System.out.print(forThisHost(o).toText());
+    }
+}

@@ -1,0 +1,105 @@
+package io.rdma4j.nativeloader.discovery;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Reads RDMA devices from sysfs below a configurable root ("/" on a real host, a fixture tree in tests):
+ * {@code sys/class/infiniband/<dev>/{node_type,node_guid,device/net/*,ports/<p>/{state,phys_state,
+ * link_layer,gids/<i>,gid_attrs/types/<i>,gid_attrs/ndevs/<i>}}}. Missing or unreadable attributes are
+ * tolerated: sysfs returns errors for unused GID slots, and drivers differ in what they expose.
+ */
+public final class SysfsScanner {
+
+    /** What the scan found. */
+    public record Snapshot(Path root, boolean infinibandClassPresent, List<RdmaDevice> devices) {
+        public Snapshot {
+            devices = List.copyOf(devices);
+        }
+
+        public Path infinibandClass() {
+            return root.resolve(CLASS_PATH);
+        }
+    }
+
+    static final String CLASS_PATH = "sys/class/infiniband";
+
+    private final Path root;
+
+    public SysfsScanner(Path root) {
+        this.root = Objects.requireNonNull(root, "root");
+    }
+
+    /** Scans the real {@code /sys}. */
+    public static SysfsScanner host() {
+        return new SysfsScanner(Path.of("/"));
+    }
+
+    public Path root() {
+        return root;
+    }
+
+    public Snapshot scan() {
+        Path cls = root.resolve(CLASS_PATH);
+        if (!Files.isDirectory(cls)) {
+            return new Snapshot(root, false, List.of());
+        }
+        List<RdmaDevice> devices = new ArrayList<>();
+        for (String name : Sysfs.list(cls)) {
+            devices.add(device(name, cls.resolve(name)));
+        }
+        return new Snapshot(root, true, devices);
+    }
+
+    private static RdmaDevice device(String name, Path dir) {
+        NodeType nodeType = Sysfs.read(dir.resolve("node_type")).map(NodeType::parse).orElse(NodeType.UNKNOWN);
+        String guid = Sysfs.read(dir.resolve("node_guid")).orElse("");
+        boolean software = !Files.exists(dir.resolve("device"));
+        Set<String> netdevs = new LinkedHashSet<>(Sysfs.list(dir.resolve("device").resolve("net")));
+        List<RdmaPort> ports = new ArrayList<>();
+        for (String p : Sysfs.list(dir.resolve("ports"))) {
+            if (!p.chars().allMatch(Character::isDigit)) {
+                continue;
+            }
+            RdmaPort port = port(Integer.parseInt(p), dir.resolve("ports").resolve(p));
+            netdevs.addAll(port.netdevs());
+            ports.add(port);
+        }
+        return new RdmaDevice(name, nodeType, guid, software, List.copyOf(netdevs), ports);
+    }
+
+    private static RdmaPort port(int number, Path dir) {
+        PortState state = Sysfs.read(dir.resolve("state")).map(PortState::parse).orElse(PortState.UNKNOWN);
+        String phys = Sysfs.read(dir.resolve("phys_state")).map(Sysfs::afterColon).orElse("unknown");
+        LinkLayer link = Sysfs.read(dir.resolve("link_layer")).map(LinkLayer::parse).orElse(LinkLayer.UNSPECIFIED);
+        List<Gid> gids = new ArrayList<>();
+        Path attrs = dir.resolve("gid_attrs");
+        for (String i : Sysfs.list(dir.resolve("gids"))) {
+            if (!i.chars().allMatch(Character::isDigit)) {
+                continue;
+            }
+            Optional<String> text = Sysfs.read(dir.resolve("gids").resolve(i));
+            if (text.isEmpty()) {
+                continue;
+            }
+            GidType type = Sysfs.read(attrs.resolve("types").resolve(i)).map(GidType::parse).orElse(GidType.UNKNOWN);
+            Optional<String> ndev = Sysfs.read(attrs.resolve("ndevs").resolve(i)).filter(s -> !s.isEmpty());
+            Gid gid;
+            try {
+                gid = Gid.parse(Integer.parseInt(i), text.get(), type, ndev);
+            } catch (IllegalArgumentException e) {
+                continue; // a malformed entry must not hide the rest of the table
+            }
+            if (!gid.isZero()) {
+                gids.add(gid);
+            }
+        }
+        return new RdmaPort(number, state, phys, link, gids);
+    }
+}
