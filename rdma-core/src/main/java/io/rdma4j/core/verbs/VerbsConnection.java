@@ -644,10 +644,11 @@ final class VerbsConnection implements ProviderConnection {
             state = State.CLOSING;
             closeCause = cause;
             closeDeadline = System.nanoTime() + CLOSE_DRAIN_NANOS;
+            // Under the lock: the progress thread destroys the id only after taking it (in finish).
+            RdmaBindings.rdma_disconnect(id);
         } finally {
             lock.unlock();
         }
-        RdmaBindings.rdma_disconnect(id);
     }
 
     /** Progress thread: destroys the QP first (no more DMA), then fails what is left and frees everything. */
