@@ -34,6 +34,14 @@ public interface RdmaTransport extends AutoCloseable {
         return DefaultRdmaTransport.open(config);
     }
 
+    /**
+     * What {@link #open(TransportConfig)} would choose here and why, without opening anything (what the
+     * doctor prints). Fails with {@link ProviderUnavailableException} when nothing could run.
+     */
+    static ProviderSelection explain(TransportConfig config) {
+        return io.rdma4j.core.internal.ProviderRegistry.explain(config);
+    }
+
     /** The chosen provider and why. */
     ProviderSelection selection();
 

@@ -258,13 +258,17 @@ final class TcpTransport implements ProviderTransport {
 
         private void admit(SocketChannel channel) {
             String peer = "peer";
+            TcpConnection c = null;
             try {
                 peer = String.valueOf(channel.getRemoteAddress());
                 channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 TcpHandshake.run(channel, false, config.sharedSecretValue(), config.connectTimeout(), timers, peer);
-                TcpConnection c = adopt(channel);
+                c = adopt(channel);
                 onConnection.accept(c);
             } catch (IOException | RuntimeException e) {
+                if (c != null) {
+                    c.close();
+                }
                 closeQuietly(channel);
                 if (!closed.get()) {
                     rejected("connection from " + peer + " on " + localAddress + ": " + e.getMessage());

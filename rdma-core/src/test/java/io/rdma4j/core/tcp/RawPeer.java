@@ -79,8 +79,9 @@ final class RawPeer implements AutoCloseable {
     /** True when the other side closed the connection (EOF or reset) before {@code timeout} passed. */
     boolean closedByPeer() throws IOException {
         try {
+            byte[] discard = new byte[64 * 1024];
             while (true) {
-                if (in.read() < 0) {
+                if (in.read(discard) < 0) {
                     return true;
                 }
             }

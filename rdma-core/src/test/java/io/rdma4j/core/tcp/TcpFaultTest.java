@@ -239,8 +239,29 @@ class TcpFaultTest {
             Throwable t = failure(c.read(big.descriptor(), 0, sink.segment().asSlice(0, 8192)));
             assertThat(t).isInstanceOf(RemoteAccessException.class);
             assertThat(((RemoteAccessException) t).reason()).isEqualTo(RemoteAccessException.Reason.TOO_LARGE);
-            c.read(big.descriptor(), 0, sink.segment().asSlice(0, 4096)).get(10, TimeUnit.SECONDS);
+            // The refusal closed that connection (as on a NIC); a request within the limit works on a new one.
+            RdmaConnection again = client.connect(l.localAddress()).get(10, TimeUnit.SECONDS);
+            again.read(big.descriptor(), 0, sink.segment().asSlice(0, 4096)).get(10, TimeUnit.SECONDS);
             assertThat(small.metrics().rejectedRequests()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void deregisteringARegionAPeerDoesNotDrainClosesThatPeerInsteadOfHanging() throws Exception {
+        long size = 64L << 20;
+        try (RdmaTransport responder = RdmaTransport.open(tcp(b -> b.providerOption("tcp.region-close-timeout", "300ms")))) {
+            RdmaListener l = responder.listen(LOOPBACK);
+            RegisteredRegion big = responder.register(arena.allocate(size), Access.remoteRead());
+            try (RawPeer peer = RawPeer.connect(l.localAddress())) {
+                peer.handshake(TcpFrameCodec.VERSION);
+                peer.send(TcpFrameCodec.encodeRequest(TcpFrameCodec.READ_REQ, 1, big.descriptor().address(), size, big.descriptor().key()));
+                // the peer reads nothing: the responder's writer blocks once the socket buffers are full
+                Thread.sleep(200);
+                big.close();
+                assertThat(big.isOpen()).isFalse();
+                assertThat(peer.closedByPeer()).as("the stuck connection was closed").isTrue();
+            }
+            assertThat(responder.registeredRegions()).isZero();
         }
     }
 

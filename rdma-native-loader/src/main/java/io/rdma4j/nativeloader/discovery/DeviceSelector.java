@@ -58,7 +58,7 @@ public final class DeviceSelector {
                     continue;
                 }
                 String label = d.name() + " port " + p.number();
-                Outcome o = consider(d, p, options);
+                Outcome o = consider(d, p, options, snapshot);
                 if (o.selection != null) {
                     return o.selection;
                 }
@@ -74,7 +74,7 @@ public final class DeviceSelector {
         }
     }
 
-    private static Outcome consider(RdmaDevice d, RdmaPort p, DiscoveryOptions options) {
+    private static Outcome consider(RdmaDevice d, RdmaPort p, DiscoveryOptions options, SysfsScanner.Snapshot snapshot) {
         if (!p.active()) {
             return Outcome.reject(p.state() + " (physical state " + p.physState() + ")");
         }
@@ -83,7 +83,7 @@ public final class DeviceSelector {
             return Outcome.reject("link layer unspecified, transport unknown");
         }
         Optional<String> iface = options.interfaceName();
-        if (iface.isPresent() && !p.netdevs().contains(iface.get()) && !d.netdevs().contains(iface.get())) {
+        if (iface.isPresent() && !onInterface(d, p, transport.get(), iface.get(), snapshot)) {
             return Outcome.reject("not on interface " + iface.get() + " (net devices: "
                     + (d.netdevs().isEmpty() ? "none" : String.join(", ", d.netdevs())) + ")");
         }
@@ -146,6 +146,24 @@ public final class DeviceSelector {
                     + g.netdev().orElse("the net device") + " for routable RoCE)" : " (global GID)";
         }
         return select(d, p, g, t, label + t + ", GID index " + g.index() + " " + g.address() + why);
+    }
+
+    /**
+     * iWARP GID 0 starts with the port's MAC, which pins the port exactly (a two-port NIC lists both net
+     * devices under device/net; siw lists none); other ports go by the GID and device net devices.
+     */
+    private static boolean onInterface(RdmaDevice d, RdmaPort p, RdmaTransport t, String iface,
+                                       SysfsScanner.Snapshot snapshot) {
+        String mac = snapshot.netdevMacs().get(iface);
+        if (t == RdmaTransport.IWARP && mac != null) {
+            return macMatches(p, mac);
+        }
+        return p.netdevs().contains(iface) || (p.netdevs().isEmpty() && d.netdevs().contains(iface));
+    }
+
+    /** siw and other iWARP devices may expose no net device link; their GID 0 starts with the MAC. */
+    private static boolean macMatches(RdmaPort p, String mac) {
+        return mac != null && !p.gids().isEmpty() && p.gids().getFirst().macPrefix().equals(mac);
     }
 
     private static String matchText(Optional<String> iface, Optional<InetAddress> address) {

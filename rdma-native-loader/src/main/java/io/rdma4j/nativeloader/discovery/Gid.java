@@ -66,6 +66,11 @@ public record Gid(int index, byte[] bytes, GidType type, Optional<String> netdev
         }
     }
 
+    /** The first six bytes as a MAC ("00:07:43:3a:5e:60"): iWARP devices build GID 0 from the MAC. */
+    public String macPrefix() {
+        return HexFormat.ofDelimiter(":").formatHex(bytes, 0, 6);
+    }
+
     /** fe80::/10: derived from the MAC, present on every RoCE port, not routable. */
     public boolean isLinkLocal() {
         return bytes[0] == (byte) 0xfe && (bytes[1] & 0xc0) == 0x80;

@@ -5,22 +5,28 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 
 /**
  * Reads RDMA devices from sysfs below a configurable root ("/" on a real host, a fixture tree in tests):
  * {@code sys/class/infiniband/<dev>/{node_type,node_guid,device/net/*,ports/<p>/{state,phys_state,
- * link_layer,gids/<i>,gid_attrs/types/<i>,gid_attrs/ndevs/<i>}}}. Missing or unreadable attributes are
+ * link_layer,gids/<i>,gid_attrs/types/<i>,gid_attrs/ndevs/<i>}},parent}} and
+ * {@code sys/class/net/<if>/address} (iWARP GIDs embed the MAC, which ties them to a net device). Missing or unreadable attributes are
  * tolerated: sysfs returns errors for unused GID slots, and drivers differ in what they expose.
  */
 public final class SysfsScanner {
 
     /** What the scan found. */
-    public record Snapshot(Path root, boolean infinibandClassPresent, List<RdmaDevice> devices) {
+    public record Snapshot(Path root, boolean infinibandClassPresent, List<RdmaDevice> devices,
+                           Map<String, String> netdevMacs) {
         public Snapshot {
             devices = List.copyOf(devices);
+            netdevMacs = Map.copyOf(netdevMacs);
         }
 
         public Path infinibandClass() {
@@ -47,14 +53,22 @@ public final class SysfsScanner {
 
     public Snapshot scan() {
         Path cls = root.resolve(CLASS_PATH);
+        Map<String, String> macs = new TreeMap<>();
+        Path net = root.resolve("sys/class/net");
+        for (String n : Sysfs.list(net)) {
+            Sysfs.read(net.resolve(n).resolve("address")).ifPresent(a -> macs.put(n, a.toLowerCase(Locale.ROOT)));
+        }
         if (!Files.isDirectory(cls)) {
-            return new Snapshot(root, false, List.of());
+            return new Snapshot(root, false, List.of(), macs);
         }
         List<RdmaDevice> devices = new ArrayList<>();
         for (String name : Sysfs.list(cls)) {
+            if (name.startsWith(".")) {
+                continue; // not a device (sysfs has no dot entries; fixture trees may)
+            }
             devices.add(device(name, cls.resolve(name)));
         }
-        return new Snapshot(root, true, devices);
+        return new Snapshot(root, true, devices, macs);
     }
 
     private static RdmaDevice device(String name, Path dir) {
@@ -62,6 +76,7 @@ public final class SysfsScanner {
         String guid = Sysfs.read(dir.resolve("node_guid")).orElse("");
         boolean software = !Files.exists(dir.resolve("device"));
         Set<String> netdevs = new LinkedHashSet<>(Sysfs.list(dir.resolve("device").resolve("net")));
+        Sysfs.read(dir.resolve("parent")).ifPresent(netdevs::add); // rxe: the net device it is bound to
         List<RdmaPort> ports = new ArrayList<>();
         for (String p : Sysfs.list(dir.resolve("ports"))) {
             if (!p.chars().allMatch(Character::isDigit)) {

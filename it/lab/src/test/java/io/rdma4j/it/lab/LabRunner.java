@@ -1,0 +1,201 @@
+package io.rdma4j.it.lab;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Host side of the soft-RDMA lab: boots the guest once through {@code it/lab/rdma-lab.sh run} and, inside
+ * it, runs the {@code *GuestTest} classes with the JUnit console launcher in one JVM per lab device.
+ * The guest sees the host "/" read-only, so the test classpath is passed as host paths; results come back
+ * through the read-write share directory.
+ *
+ * <p>Configured by system properties that it/pom.xml gives surefire: {@code rdma4j.lab.script},
+ * {@code rdma4j.lab.classpathFile} (written by dependency:build-classpath), {@code rdma4j.lab.testClasses},
+ * {@code rdma4j.lab.classes}, {@code rdma4j.lab.resultsDir}; optional {@code rdma4j.lab.include} (regex of
+ * guest test class names, default {@value #DEFAULT_INCLUDE}) and {@code rdma4j.lab.timeoutSeconds}.
+ */
+final class LabRunner {
+
+    static final String DEFAULT_INCLUDE = ".*GuestTest";
+    static final String NOT_SET_UP = "soft-RDMA lab not set up: run it/lab/rdma-lab.sh setup (as root)";
+
+    private static final String CONSOLE_LAUNCHER = "org.junit.platform.console.ConsoleLauncher";
+    private static final Duration STATUS_TIMEOUT = Duration.ofSeconds(60);
+
+    private final Path script;
+    private final List<Path> classpath;
+    private final Path testClasses;
+    private final Path resultsDir;
+    private final String include;
+    private final Duration guestTimeout;
+
+    private LabRunner(Path script, List<Path> classpath, Path testClasses, Path resultsDir, String include,
+            Duration guestTimeout) {
+        this.script = script;
+        this.classpath = classpath;
+        this.testClasses = testClasses;
+        this.resultsDir = resultsDir;
+        this.include = include;
+        this.guestTimeout = guestTimeout;
+    }
+
+    static LabRunner fromSystemProperties() throws IOException {
+        Path testClasses = Path.of(required("rdma4j.lab.testClasses"));
+        Path classes = Path.of(required("rdma4j.lab.classes"));
+        Path classpathFile = Path.of(required("rdma4j.lab.classpathFile"));
+        if (!Files.isRegularFile(classpathFile)) {
+            throw new IllegalStateException(classpathFile + " is missing: build the it module with Maven "
+                    + "(dependency:build-classpath writes it in generate-test-resources)");
+        }
+        List<Path> classpath = new ArrayList<>(List.of(testClasses, classes));
+        for (String entry : Files.readString(classpathFile).strip().split(File.pathSeparator)) {
+            if (!entry.isBlank()) {
+                classpath.add(Path.of(entry));
+            }
+        }
+        return new LabRunner(Path.of(required("rdma4j.lab.script")), List.copyOf(classpath), testClasses,
+                Path.of(required("rdma4j.lab.resultsDir")),
+                System.getProperty("rdma4j.lab.include", DEFAULT_INCLUDE),
+                Duration.ofSeconds(Long.getLong("rdma4j.lab.timeoutSeconds", 900)));
+    }
+
+    /** Why the lab cannot run here ({@code rdma-lab.sh status}), or empty when it can. */
+    Optional<String> notReadyReason() throws IOException, InterruptedException {
+        if (!Files.isExecutable(script)) {
+            return Optional.of(script + " is missing or not executable");
+        }
+        Path log = Files.createTempFile("rdma-lab-status", ".log");
+        try {
+            int rc = execute(List.of(script.toString(), "status"), log, STATUS_TIMEOUT, null);
+            return rc == 0 ? Optional.empty() : Optional.of(Files.readString(log).strip());
+        } finally {
+            Files.deleteIfExists(log);
+        }
+    }
+
+    /** Boots the guest once and runs the guest suite on every lab device; {@code runName} names its results. */
+    GuestRun runGuestSuite(String runName) throws IOException, InterruptedException {
+        Path runDir = resultsDir.resolve(runName).toAbsolutePath();
+        Files.createDirectories(runDir);
+        Path guestScript = writeGuestScript(runDir);
+        Path consoleLog = runDir.resolve("console.log");
+        long start = System.nanoTime();
+        int rc = execute(List.of(script.toString(), "run", guestScript.toString()), consoleLog,
+                guestTimeout.plusSeconds(60), runDir);
+        Duration took = Duration.ofNanos(System.nanoTime() - start);
+        List<GuestReport> reports = new ArrayList<>();
+        for (LabDevice device : LabDevice.ALL) {
+            reports.add(GuestReport.read(device.name(), runDir.resolve("reports").resolve(device.name())));
+        }
+        return new GuestRun(rc, List.copyOf(reports), consoleLog, took);
+    }
+
+    /**
+     * The guest script: one JVM per device, each writing its JUnit XML reports under the share. It exits
+     * non-zero when any JVM did.
+     */
+    private Path writeGuestScript(Path runDir) throws IOException {
+        Path javaLauncher = Path.of(System.getProperty("java.home"), "bin", "java");
+        // An argument file keeps the long host classpath out of the kernel and shell command lines.
+        Path argFile = runDir.resolve("guest-java.args");
+        Files.writeString(argFile, "-cp\n" + quote(String.join(File.pathSeparator,
+                classpath.stream().map(Path::toString).toList())) + "\n");
+        StringBuilder sh = new StringBuilder("""
+                #!/bin/bash
+                # Generated by io.rdma4j.it.lab.LabRunner: runs the guest suite inside the soft-RDMA lab.
+                # Re-run by hand: it/lab/rdma-lab.sh run <this file>   (as root; results land beside it)
+                set -u
+                status=0
+                """);
+        for (LabDevice device : LabDevice.ALL) {
+            Path reports = runDir.resolve("reports").resolve(device.name());
+            List<String> command = new ArrayList<>(List.of(javaLauncher.toString(),
+                    "--enable-native-access=ALL-UNNAMED",
+                    // C2 compilations cost more than they pay back in a short run on an emulated CPU.
+                    "-XX:TieredStopAtLevel=1", "@" + argFile));
+            command.addAll(device.systemProperties());
+            command.addAll(List.of(CONSOLE_LAUNCHER, "execute", "--disable-banner", "--disable-ansi-colors",
+                    "--details=tree", "--fail-if-no-tests", "--reports-dir=" + reports,
+                    "--scan-classpath=" + testClasses, "--include-classname=" + include));
+            sh.append("""
+                    echo "LAB-SUITE: %1$s started at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
+                    %2$s
+                    rc=$?; echo "LAB-SUITE: %1$s exit status $rc at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
+                    [ $rc = 0 ] || status=$rc
+                    """.formatted(device.name(), String.join(" ", command.stream().map(LabRunner::quote).toList())));
+        }
+        sh.append("exit $status\n");
+        Path guestScript = runDir.resolve("guest-suite.sh");
+        Files.writeString(guestScript, sh, StandardCharsets.UTF_8);
+        Files.setPosixFilePermissions(guestScript, PosixFilePermissions.fromString("rwxr-xr-x"));
+        return guestScript;
+    }
+
+    private static int execute(List<String> command, Path log, Duration timeout, Path share)
+            throws IOException, InterruptedException {
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(log.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
+        if (share != null) {
+            builder.environment().put("RDMA_LAB_SHARE", share.toString());
+            builder.environment().put("RDMA_LAB_TIMEOUT", Long.toString(timeout.minusSeconds(60).toSeconds()));
+        }
+        Process process = builder.start();
+        if (!process.waitFor(timeout.toSeconds(), TimeUnit.SECONDS)) {
+            // QEMU runs under `timeout` in rdma-lab.sh; kill the whole tree so no VM outlives the test.
+            process.descendants().forEach(ProcessHandle::destroyForcibly);
+            process.destroyForcibly().waitFor();
+            Files.writeString(log, "\n[LabRunner] killed after " + timeout.toSeconds() + " s\n",
+                    StandardOpenOption.APPEND);
+            return 124;
+        }
+        return process.exitValue();
+    }
+
+    private static String quote(String s) {
+        return "'" + s.replace("'", "'\\''") + "'";
+    }
+
+    private static String required(String property) {
+        String value = System.getProperty(property);
+        if (value == null || value.isBlank()) {
+            throw new IllegalStateException("system property " + property
+                    + " is not set: run this test through Maven (it/pom.xml configures surefire)");
+        }
+        return value;
+    }
+
+    /** One boot of the guest: rdma-lab.sh's exit status and one report per device. */
+    record GuestRun(int exitStatus, List<GuestReport> reports, Path consoleLog, Duration took) {
+
+        boolean passed() {
+            return exitStatus == 0 && reports.stream().allMatch(GuestReport::passed);
+        }
+
+        String describe() throws IOException {
+            StringBuilder s = new StringBuilder("guest run: rdma-lab.sh exit status " + exitStatus + " after "
+                    + took.toSeconds() + " s; console log " + consoleLog + "\n");
+            for (GuestReport report : reports) {
+                s.append("  ").append(report.summary()).append('\n');
+                report.problems().forEach(p -> s.append("    ").append(p.replace("\n", "\n      ")).append('\n'));
+            }
+            if (!passed() && Files.exists(consoleLog)) {
+                // The serial console carries firmware escape bytes: decode leniently.
+                List<String> lines = new String(Files.readAllBytes(consoleLog), StandardCharsets.UTF_8).lines().toList();
+                s.append("  last console lines:\n");
+                lines.subList(Math.max(0, lines.size() - 40), lines.size())
+                        .forEach(l -> s.append("    | ").append(l).append('\n'));
+            }
+            return s.toString();
+        }
+    }
+}

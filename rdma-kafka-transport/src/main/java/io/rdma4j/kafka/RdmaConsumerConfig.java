@@ -1,0 +1,75 @@
+package io.rdma4j.kafka;
+
+import io.rdma4j.core.TransportConfig;
+import io.rdma4j.kafka.exporter.ExporterConfig;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The client properties that switch a consumer to RDMA fetching.
+ *
+ * <table>
+ * <caption>Keys</caption>
+ * <tr><td>rdma.fetch.enabled</td><td>{@code true} to fetch by RDMA READ (default false: a plain KafkaConsumer)</td></tr>
+ * <tr><td>rdma.exporter.address</td><td>host:port of the broker's log exporter</td></tr>
+ * <tr><td>rdma.fetch.fallback.backoff.ms</td><td>how long a partition stays on the normal fetch path after
+ *   RDMA could not serve it (default 1000)</td></tr>
+ * <tr><td>rdma.fetch.poll.interval.ms</td><td>how often poll() rechecks watermarks while waiting (default 5)</td></tr>
+ * <tr><td>rdma.&lt;transport key&gt;</td><td>see {@link TransportConfig#fromProperties}</td></tr>
+ * </table>
+ * Every {@code rdma.*} key is removed before the rest configures the internal KafkaConsumer.
+ */
+public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddress, Duration fallbackBackoff,
+                                 Duration pollInterval, TransportConfig transport) {
+
+    public static final String PREFIX = "rdma.";
+    public static final String ENABLED = "rdma.fetch.enabled";
+    public static final String EXPORTER_ADDRESS = "rdma.exporter.address";
+    public static final String FALLBACK_BACKOFF = "rdma.fetch.fallback.backoff.ms";
+    public static final String POLL_INTERVAL = "rdma.fetch.poll.interval.ms";
+
+    public static boolean enabled(Map<String, ?> configs) {
+        Object v = configs.get(ENABLED);
+        return v != null && Boolean.parseBoolean(v.toString().trim());
+    }
+
+    public static RdmaConsumerConfig from(Map<String, ?> configs) {
+        Object address = configs.get(EXPORTER_ADDRESS);
+        if (enabled(configs) && address == null) {
+            throw new IllegalArgumentException(ENABLED + "=true needs " + EXPORTER_ADDRESS
+                    + "=host:port of the broker's rdma4j log exporter");
+        }
+        Map<String, Object> transportKeys = new HashMap<>();
+        configs.forEach((k, v) -> {
+            if (k.startsWith(PREFIX) && !k.startsWith("rdma.fetch.") && !k.startsWith("rdma.exporter.") && v != null) {
+                transportKeys.put(k, v);
+            }
+        });
+        return new RdmaConsumerConfig(enabled(configs), address == null ? null : ExporterConfig.parseAddress(address.toString().trim()),
+                Duration.ofMillis(longValue(configs, FALLBACK_BACKOFF, 1000)), Duration.ofMillis(longValue(configs, POLL_INTERVAL, 5)),
+                TransportConfig.fromProperties(transportKeys, PREFIX));
+    }
+
+    /** The configs without any {@code rdma.*} key: what the internal KafkaConsumer gets. */
+    public static Map<String, Object> kafkaConfigs(Map<String, ?> configs) {
+        Map<String, Object> out = new HashMap<>();
+        configs.forEach((k, v) -> {
+            if (!k.startsWith(PREFIX)) {
+                out.put(k, v);
+            }
+        });
+        return out;
+    }
+
+    private static long longValue(Map<String, ?> configs, String key, long fallback) {
+        Object v = configs.get(key);
+        try {
+            return v == null ? fallback : Long.parseLong(v.toString().trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(key + " needs a number of milliseconds, got '" + v + "'");
+        }
+    }
+}

@@ -1,0 +1,371 @@
+package io.rdma4j.kafka;
+
+import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaException;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RemoteAccessException;
+import io.rdma4j.core.pool.PoolConfig;
+import io.rdma4j.core.pool.PooledBuffer;
+import io.rdma4j.core.pool.RegisteredBufferPool;
+import io.rdma4j.kafka.protocol.BatchHeaders;
+import io.rdma4j.kafka.protocol.DirectoryProtocol;
+import io.rdma4j.kafka.protocol.Watermark;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.CorruptRecordException;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import io.rdma4j.kafka.protocol.RecordBatchParser;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Reads partitions from a broker's log exporter by one-sided RDMA READ: the watermark record first, then
+ * the batch range below the high watermark, parsed in place from the registered buffer
+ * ({@link RecordBatchParser}); every batch's CRC32C is verified before any record of it is used.
+ */
+final class RdmaFetcher implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(RdmaFetcher.class);
+
+    /** What a fetch of one partition came to. */
+    sealed interface Result permits Records, Fallback {
+    }
+
+    /** Records (possibly none) and the position after them ({@code nextOffset == position} when nothing new). */
+    record Records<K, V>(List<ConsumerRecord<K, V>> records, long nextOffset, Optional<Integer> leaderEpoch) implements Result {
+    }
+
+    /** RDMA cannot serve this partition now; the reason is for logs. */
+    record Fallback(String reason) implements Result {
+    }
+
+    private final RdmaTransport transport;
+    private final InetSocketAddress exporter;
+    private final Duration reconnectBackoff;
+    private final RegisteredBufferPool pool;
+    private final Map<TopicPartition, PartitionState> states = new HashMap<>();
+    private RdmaConnection connection;
+    private long nextConnectNanos;
+    final LongAdder batches = new LongAdder();
+    final LongAdder records = new LongAdder();
+    final LongAdder bytes = new LongAdder();
+    final LongAdder crcFailures = new LongAdder();
+    final LongAdder directoryRequests = new LongAdder();
+    /** Fetches retried at once after a rejected READ or a closed connection. */
+    final LongAdder reconnects = new LongAdder();
+
+    private static final class PartitionState {
+        io.rdma4j.core.RegionDescriptor watermark;
+        List<DirectoryProtocol.Segment> segments = List.of();
+        long cursorOffset = -1;
+        long cursorSegmentBase;
+        long cursorPosition;
+        // The watermark generation this directory was checked against; a newer one means segments were
+        // replaced or deleted (compaction, retention), so the directory is looked up again.
+        long generation = -1;
+    }
+
+    RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff) {
+        this.transport = transport;
+        this.exporter = exporter;
+        this.reconnectBackoff = reconnectBackoff;
+        this.pool = transport.createBufferPool(PoolConfig.defaults());
+    }
+
+    void forget(TopicPartition tp) {
+        states.remove(tp);
+    }
+
+    /** Fetches up to {@code maxRecords} records of {@code tp} from {@code position}, reading at most about {@code maxBytes}. */
+    <K, V> Result fetch(TopicPartition tp, long position, int maxRecords, int maxBytes,
+                        Deserializer<K> keys, Deserializer<V> values) {
+        // Two attempts: a replaced region (segment remapped, deleted, exporter restarted) or a connection the
+        // peer closed (a rejected READ closes it on every provider, as a queue pair enters the error state)
+        // is looked up again on a fresh connection at once, rather than after a fallback period.
+        for (int attempt = 0; ; attempt++) {
+            RdmaConnection c = connection();
+            if (c == null) {
+                return new Fallback("exporter " + exporter + " unreachable");
+            }
+            try {
+                return fetchOnce(c, tp, position, maxRecords, maxBytes, keys, values);
+            } catch (CorruptRecordException e) {
+                crcFailures.increment();
+                states.remove(tp);
+                LOG.warn("RDMA-read batch of {} failed its CRC check, fetching it through Kafka instead: {}", tp, e.getMessage());
+                return new Fallback("corrupt batch: " + e.getMessage());
+            } catch (RdmaException e) {
+                states.remove(tp);
+                if (!c.isOpen()) {
+                    dropConnection();
+                }
+                boolean retriable = e instanceof ConnectionClosedException || (e instanceof RemoteAccessException rae
+                        && rae.reason() != RemoteAccessException.Reason.ACCESS_DENIED);
+                if (!retriable || attempt > 0) {
+                    return new Fallback(e.toString());
+                }
+                reconnects.increment();
+                LOG.debug("RDMA fetch of {} failed ({}); looking it up again{}", tp, e.toString(), c.isOpen() ? "" : " on a new connection");
+            }
+        }
+    }
+
+    private <K, V> Result fetchOnce(RdmaConnection c, TopicPartition tp, long position, int maxRecords, int maxBytes,
+                                    Deserializer<K> keys, Deserializer<V> values) {
+        PartitionState st = states.get(tp);
+        if (st == null || st.cursorOffset != position) {
+            st = directory(c, tp, position);
+            if (st == null) {
+                return new Fallback("offset " + position + " of " + tp + " is not exported");
+            }
+        }
+        Watermark w = readWatermark(c, st);
+        if (st.generation >= 0 && st.generation != w.generation()) {
+            st = directory(c, tp, position);
+            if (st == null) {
+                return new Fallback("offset " + position + " of " + tp + " is not exported");
+            }
+            w = readWatermark(c, st);
+        }
+        st.generation = w.generation();
+        if (position < w.logStartOffset()) {
+            return new Fallback("offset " + position + " is below the log start " + w.logStartOffset());
+        }
+        if (position >= w.highWatermark()) {
+            return new Records<K, V>(List.of(), position, Optional.empty());
+        }
+        for (int hops = 0; hops < 4; hops++) {
+            DirectoryProtocol.Segment seg = segment(st, st.cursorSegmentBase);
+            if (seg == null || seg.baseOffset() > w.hwSegmentBase()
+                    || (seg.baseOffset() < w.hwSegmentBase() && !seg.complete())
+                    || (seg.baseOffset() == w.hwSegmentBase() && w.hwPosition() > seg.exportedLength())) {
+                // Our directory is older than the watermark: the segment rolled, grew or was replaced.
+                st = directory(c, tp, position);
+                if (st == null) {
+                    return new Fallback("offset " + position + " of " + tp + " is not exported");
+                }
+                seg = segment(st, st.cursorSegmentBase);
+                if (seg == null || seg.baseOffset() > w.hwSegmentBase()) {
+                    return new Fallback("no exported segment holds offset " + position + " of " + tp);
+                }
+            }
+            long validEnd = seg.baseOffset() == w.hwSegmentBase() ? Math.min(w.hwPosition(), seg.exportedLength()) : seg.exportedLength();
+            if (st.cursorPosition >= validEnd) {
+                if (seg.baseOffset() == w.hwSegmentBase()) {
+                    return new Records<K, V>(List.of(), position, Optional.empty());
+                }
+                DirectoryProtocol.Segment next = nextSegment(st, seg.baseOffset());
+                if (next == null) {
+                    st.segments = List.of(); // Refresh on the next hop.
+                    st.cursorSegmentBase = seg.baseOffset() + 1;
+                    continue;
+                }
+                st.cursorSegmentBase = next.baseOffset();
+                st.cursorPosition = 0;
+                continue;
+            }
+            return readBatches(c, tp, st, seg, validEnd, position, maxRecords, maxBytes, keys, values);
+        }
+        return new Fallback("segment directory of " + tp + " keeps changing");
+    }
+
+    private <K, V> Result readBatches(RdmaConnection c, TopicPartition tp, PartitionState st, DirectoryProtocol.Segment seg,
+                                      long validEnd, long position, int maxRecords, int maxBytes,
+                                      Deserializer<K> keys, Deserializer<V> values) {
+        long length = Math.min(validEnd - st.cursorPosition, Math.max(maxBytes, BatchHeaders.LOG_OVERHEAD));
+        PooledBuffer buffer = read(c, seg, st.cursorPosition, length);
+        try {
+            long first = BatchHeaders.batchSize(buffer.segment(), 0);
+            if (first > length) {
+                // One batch larger than the fetch size: read it whole, as Kafka returns at least one batch.
+                if (st.cursorPosition + first > validEnd) {
+                    throw new CorruptRecordException("batch at byte " + st.cursorPosition + " of segment " + seg.baseOffset()
+                            + " claims " + first + " bytes, past the high watermark position " + validEnd);
+                }
+                buffer.close();
+                buffer = read(c, seg, st.cursorPosition, first);
+            }
+            List<ConsumerRecord<K, V>> out = new ArrayList<>();
+            long next = position;
+            long pos = st.cursorPosition;
+            Optional<Integer> epoch = Optional.empty();
+            // Zero-copy: batches are parsed in place in the registered buffer.
+            batches:
+            for (RecordBatchParser.Batch batch : RecordBatchParser.batches(buffer.segment().asByteBuffer())) {
+                batch.ensureValid(); // CRC32C over the batch: a corrupt batch is never returned.
+                batches.increment();
+                bytes.add(batch.sizeInBytes());
+                if (batch.lastOffset() < position) {
+                    pos += batch.sizeInBytes();
+                    continue;
+                }
+                epoch = batch.partitionLeaderEpoch() < 0
+                        ? Optional.empty() : Optional.of(batch.partitionLeaderEpoch());
+                if (!batch.isControlBatch()) {
+                    for (RecordBatchParser.ParsedRecord r : batch.records()) {
+                        if (r.offset() < next) {
+                            continue;
+                        }
+                        if (out.size() == maxRecords) {
+                            break batches; // The cursor stays on this batch; the rest is read next time.
+                        }
+                        out.add(toConsumerRecord(tp, batch, r, epoch, keys, values));
+                        next = r.offset() + 1;
+                    }
+                }
+                next = Math.max(next, batch.nextOffset());
+                pos += batch.sizeInBytes();
+            }
+            records.add(out.size());
+            st.cursorOffset = next;
+            st.cursorPosition = pos;
+            return new Records<>(out, next, epoch);
+        } finally {
+            buffer.close();
+        }
+    }
+
+    private PooledBuffer read(RdmaConnection c, DirectoryProtocol.Segment seg, long offset, long length) {
+        PooledBuffer buffer = pool.acquire(length);
+        try {
+            await(c.read(seg.region(), offset, buffer.segment()));
+            return buffer;
+        } catch (RuntimeException e) {
+            buffer.close();
+            throw e;
+        }
+    }
+
+    private <K, V> ConsumerRecord<K, V> toConsumerRecord(TopicPartition tp, RecordBatchParser.Batch batch, RecordBatchParser.ParsedRecord r, Optional<Integer> epoch,
+                                                         Deserializer<K> keys, Deserializer<V> values) {
+        RecordHeaders headers = new RecordHeaders(r.headers());
+        byte[] keyBytes = r.key() == null ? null : toArray(r.key());
+        byte[] valueBytes = r.value() == null ? null : toArray(r.value());
+        K key = keyBytes == null ? null : keys.deserialize(tp.topic(), headers, keyBytes);
+        V value = valueBytes == null ? null : values.deserialize(tp.topic(), headers, valueBytes);
+        return new ConsumerRecord<>(tp.topic(), tp.partition(), r.offset(), r.timestamp(), batch.timestampType(),
+                keyBytes == null ? ConsumerRecord.NULL_SIZE : keyBytes.length,
+                valueBytes == null ? ConsumerRecord.NULL_SIZE : valueBytes.length, key, value, headers, epoch);
+    }
+
+    private static byte[] toArray(ByteBuffer b) {
+        byte[] out = new byte[b.remaining()];
+        b.duplicate().get(out);
+        return out;
+    }
+
+    private Watermark readWatermark(RdmaConnection c, PartitionState st) {
+        try (PooledBuffer buffer = pool.acquire(Watermark.SIZE)) {
+            for (int attempt = 0; attempt < 100; attempt++) {
+                await(c.read(st.watermark, 0, buffer.segment()));
+                Watermark w = Watermark.readFrom(buffer.segment());
+                if (w != null) {
+                    return w;
+                }
+                Thread.onSpinWait(); // Caught mid-update: read again.
+            }
+        }
+        throw new RdmaException("the watermark record never read consistently (100 attempts)");
+    }
+
+    private PartitionState directory(RdmaConnection c, TopicPartition tp, long fromOffset) {
+        directoryRequests.increment();
+        await(c.send(new DirectoryProtocol.Request(tp.topic(), tp.partition(), fromOffset).toBytes()));
+        DirectoryProtocol.Response r = DirectoryProtocol.Response.fromBytes(await(c.receive()));
+        if (r.status() != DirectoryProtocol.Status.OK || r.segments().isEmpty()) {
+            states.remove(tp);
+            return null;
+        }
+        PartitionState st = new PartitionState();
+        st.watermark = r.watermarkRegion();
+        st.segments = r.segments();
+        st.cursorOffset = fromOffset;
+        st.cursorSegmentBase = r.segments().getFirst().baseOffset();
+        st.cursorPosition = r.startPosition();
+        states.put(tp, st);
+        return st;
+    }
+
+    private static DirectoryProtocol.Segment segment(PartitionState st, long base) {
+        for (DirectoryProtocol.Segment s : st.segments) {
+            if (s.baseOffset() == base) {
+                return s;
+            }
+        }
+        return null;
+    }
+
+    private static DirectoryProtocol.Segment nextSegment(PartitionState st, long base) {
+        for (DirectoryProtocol.Segment s : st.segments) {
+            if (s.baseOffset() > base) {
+                return s;
+            }
+        }
+        return null;
+    }
+
+    private <T> T await(java.util.concurrent.CompletableFuture<T> f) {
+        try {
+            return f.get(transport.config().operationTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RdmaException("interrupted", e);
+        } catch (java.util.concurrent.ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new RdmaException(e.getCause().toString(), e.getCause());
+        } catch (java.util.concurrent.TimeoutException e) {
+            dropConnection();
+            throw new RdmaException("exporter did not answer in time");
+        }
+    }
+
+    private RdmaConnection connection() {
+        if (connection != null && connection.isOpen()) {
+            return connection;
+        }
+        dropConnection();
+        if (System.nanoTime() - nextConnectNanos < 0) {
+            return null;
+        }
+        try {
+            connection = transport.connect(exporter).get(transport.config().connectTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
+            return connection;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        } catch (Exception e) {
+            nextConnectNanos = System.nanoTime() + reconnectBackoff.toNanos();
+            LOG.debug("cannot reach the rdma4j log exporter at {}: {}", exporter, e.toString());
+            return null;
+        }
+    }
+
+    private void dropConnection() {
+        if (connection != null) {
+            connection.close();
+            connection = null;
+            states.clear(); // Descriptors may belong to an exporter that is gone.
+        }
+    }
+
+    @Override
+    public void close() {
+        dropConnection();
+        pool.close();
+    }
+}

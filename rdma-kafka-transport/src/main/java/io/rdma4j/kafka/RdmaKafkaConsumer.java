@@ -1,0 +1,387 @@
+package io.rdma4j.kafka;
+
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.metrics.TransportMetrics;
+import org.apache.kafka.clients.consumer.CloseOptions;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerInterceptor;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
+import org.apache.kafka.clients.consumer.OffsetCommitCallback;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.metrics.KafkaMetric;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * A {@link Consumer} that fetches record batches by one-sided RDMA READ from the broker's log exporter
+ * and does everything else (group membership, rebalances, commits, seeks, positions, pause/resume) through
+ * an internal {@link KafkaConsumer}, so it behaves exactly as one.
+ *
+ * <p>How poll() divides the work: the partitions RDMA serves are paused in the internal consumer, so it
+ * never fetches them; after each RDMA read their position is moved with {@code seek}. A partition RDMA
+ * cannot serve (exporter unreachable, offset not exported or below the log start, corrupt batch) is
+ * handed back to the normal fetch path for {@code rdma.fetch.fallback.backoff.ms}.
+ *
+ * <p>{@code isolation.level=read_committed}: every partition uses the normal fetch path, because
+ * skipping aborted transactions needs the broker's aborted-transaction index, which is not exported.
+ */
+public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
+
+    private static final Logger LOG = LoggerFactory.getLogger(RdmaKafkaConsumer.class);
+
+    private final KafkaConsumer<K, V> delegate;
+    private final Deserializer<K> keyDeserializer;
+    private final Deserializer<V> valueDeserializer;
+    private final List<ConsumerInterceptor<K, V>> interceptors;
+    private final RdmaConsumerConfig rdmaConfig;
+    private final RdmaTransport transport;
+    private final RdmaFetcher fetcher;
+    private final boolean readCommitted;
+    private final int maxPollRecords;
+    private final int maxPartitionFetchBytes;
+    private final Set<TopicPartition> userPaused = new HashSet<>();
+    private final Map<TopicPartition, Long> fallbackUntilNanos = new HashMap<>();
+
+    public RdmaKafkaConsumer(Map<String, Object> configs, Deserializer<K> keyDeserializer, Deserializer<V> valueDeserializer) {
+        this.rdmaConfig = RdmaConsumerConfig.from(configs);
+        Map<String, Object> kafka = RdmaConsumerConfig.kafkaConfigs(configs);
+        this.keyDeserializer = keyDeserializer != null ? keyDeserializer : newDeserializer(kafka, ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, true);
+        this.valueDeserializer = valueDeserializer != null ? valueDeserializer : newDeserializer(kafka, ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, false);
+        this.interceptors = newInterceptors(kafka);
+        if (!interceptors.isEmpty()) {
+            kafka.put(ConsumerConfig.INTERCEPTOR_CLASSES_CONFIG, InterceptorBridge.class.getName());
+            kafka.put(InterceptorBridge.TARGETS, interceptors);
+        }
+        this.readCommitted = "read_committed".equals(String.valueOf(kafka.getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "")).trim().toLowerCase(Locale.ROOT));
+        this.maxPollRecords = intValue(kafka, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, ConsumerConfig.DEFAULT_MAX_POLL_RECORDS);
+        this.maxPartitionFetchBytes = intValue(kafka, ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, ConsumerConfig.DEFAULT_MAX_PARTITION_FETCH_BYTES);
+        this.delegate = new KafkaConsumer<>(kafka, this.keyDeserializer, this.valueDeserializer);
+        RdmaTransport t = null;
+        RdmaFetcher f = null;
+        if (rdmaConfig.enabled() && !readCommitted) {
+            try {
+                t = RdmaTransport.open(rdmaConfig.transport());
+                f = new RdmaFetcher(t, rdmaConfig.exporterAddress(), rdmaConfig.fallbackBackoff());
+            } catch (RuntimeException e) {
+                if (t != null) {
+                    t.close();
+                    t = null;
+                }
+                LOG.warn("RDMA fetching is off for this consumer, every partition uses the normal fetch path: {}", e.getMessage());
+            }
+        } else if (readCommitted) {
+            LOG.info("isolation.level=read_committed: this consumer fetches through Kafka (aborted transactions are not exported)");
+        }
+        this.transport = t;
+        this.fetcher = f;
+    }
+
+    /** The transport's counters (READ ops and bytes prove RDMA reads happened); null when RDMA is off. */
+    public TransportMetrics transportMetrics() {
+        return transport == null ? null : transport.metrics();
+    }
+
+    /** The provider the RDMA transport runs on and why it was chosen; null when RDMA is off. */
+    public io.rdma4j.core.ProviderSelection providerSelection() {
+        return transport == null ? null : transport.selection();
+    }
+
+    /** Records returned from RDMA reads so far. */
+    public long rdmaRecords() {
+        return fetcher == null ? 0 : fetcher.records.sum();
+    }
+
+    /** Fetches retried at once (on a new connection if needed) after the exporter rejected a READ or the connection closed. */
+    public long rdmaRetries() {
+        return fetcher == null ? 0 : fetcher.reconnects.sum();
+    }
+
+    /** Batches read by RDMA that failed their CRC check (and were fetched through Kafka instead). */
+    public long crcFailures() {
+        return fetcher == null ? 0 : fetcher.crcFailures.sum();
+    }
+
+    /** Whether this consumer fetches by RDMA at all (false for read_committed, or when the transport failed to open). */
+    public boolean rdmaActive() {
+        return fetcher != null;
+    }
+
+    @Override
+    public ConsumerRecords<K, V> poll(Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        boolean first = true;
+        while (true) {
+            syncPauses();
+            Duration wait = first ? Duration.ZERO : Duration.ofNanos(Math.max(0, Math.min(rdmaConfig.pollInterval().toNanos(), deadline - System.nanoTime())));
+            if (fetcher == null) {
+                wait = timeout; // No RDMA: exactly a KafkaConsumer.
+            }
+            ConsumerRecords<K, V> fromKafka = delegate.poll(wait);
+            first = false;
+            if (fetcher == null) {
+                return onConsume(fromKafka);
+            }
+            Map<TopicPartition, List<ConsumerRecord<K, V>>> merged = new LinkedHashMap<>();
+            Map<TopicPartition, OffsetAndMetadata> nextOffsets = new HashMap<>(fromKafka.nextOffsets());
+            for (TopicPartition tp : fromKafka.partitions()) {
+                merged.put(tp, fromKafka.records(tp));
+            }
+            int budget = maxPollRecords - fromKafka.count();
+            for (TopicPartition tp : rdmaPartitions()) {
+                if (budget <= 0) {
+                    break;
+                }
+                if (merged.containsKey(tp)) {
+                    continue;
+                }
+                long position = delegate.position(tp);
+                RdmaFetcher.Result result = fetcher.fetch(tp, position, budget, maxPartitionFetchBytes, keyDeserializer, valueDeserializer);
+                switch (result) {
+                    case RdmaFetcher.Records<?, ?> r -> {
+                        @SuppressWarnings("unchecked")
+                        RdmaFetcher.Records<K, V> records = (RdmaFetcher.Records<K, V>) r;
+                        if (records.nextOffset() != position) {
+                            delegate.seek(tp, records.nextOffset());
+                        }
+                        if (!records.records().isEmpty()) {
+                            merged.put(tp, records.records());
+                            nextOffsets.put(tp, new OffsetAndMetadata(records.nextOffset(), records.leaderEpoch(), ""));
+                            budget -= records.records().size();
+                        }
+                    }
+                    case RdmaFetcher.Fallback f -> {
+                        LOG.debug("{} falls back to the normal fetch path: {}", tp, f.reason());
+                        fallbackUntilNanos.put(tp, System.nanoTime() + rdmaConfig.fallbackBackoff().toNanos());
+                    }
+                }
+            }
+            if (!merged.isEmpty()) {
+                return onConsume(new ConsumerRecords<>(merged, nextOffsets));
+            }
+            if (System.nanoTime() - deadline >= 0) {
+                return ConsumerRecords.empty();
+            }
+        }
+    }
+
+    /** Assigned partitions RDMA serves now: not paused by the user and not in a fallback period. */
+    private List<TopicPartition> rdmaPartitions() {
+        List<TopicPartition> out = new ArrayList<>();
+        if (fetcher == null) {
+            return out;
+        }
+        long now = System.nanoTime();
+        for (TopicPartition tp : delegate.assignment()) {
+            Long until = fallbackUntilNanos.get(tp);
+            if (until != null && until - now > 0) {
+                continue;
+            }
+            if (!userPaused.contains(tp)) {
+                out.add(tp);
+            }
+        }
+        return out;
+    }
+
+    /** Pauses, in the internal consumer, what RDMA serves or the user paused; resumes the rest. */
+    private void syncPauses() {
+        Set<TopicPartition> assigned = delegate.assignment();
+        userPaused.retainAll(assigned); // KafkaConsumer forgets the pause of a revoked partition too.
+        fallbackUntilNanos.keySet().retainAll(assigned);
+        Set<TopicPartition> wanted = new HashSet<>(userPaused);
+        wanted.addAll(rdmaPartitions());
+        Set<TopicPartition> paused = delegate.paused();
+        List<TopicPartition> toPause = wanted.stream().filter(tp -> !paused.contains(tp)).toList();
+        List<TopicPartition> toResume = paused.stream().filter(tp -> !wanted.contains(tp)).toList();
+        if (!toPause.isEmpty()) {
+            delegate.pause(toPause);
+        }
+        if (!toResume.isEmpty()) {
+            delegate.resume(toResume);
+        }
+    }
+
+    private ConsumerRecords<K, V> onConsume(ConsumerRecords<K, V> records) {
+        ConsumerRecords<K, V> out = records;
+        for (ConsumerInterceptor<K, V> i : interceptors) {
+            try {
+                out = i.onConsume(out);
+            } catch (Exception e) {
+                // As KafkaConsumer does: logged, and the records pass on unchanged.
+                LOG.warn("Error executing interceptor onConsume callback", e);
+            }
+        }
+        return out;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> Deserializer<T> newDeserializer(Map<String, Object> configs, String key, boolean isKey) {
+        Object v = configs.get(key);
+        if (v == null) {
+            throw new IllegalArgumentException("set " + key + " or pass a deserializer instance");
+        }
+        Deserializer<T> d = (Deserializer<T>) instantiate(v);
+        d.configure(configs, isKey);
+        return d;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <K, V> List<ConsumerInterceptor<K, V>> newInterceptors(Map<String, Object> configs) {
+        Object v = configs.get(ConsumerConfig.INTERCEPTOR_CLASSES_CONFIG);
+        List<Object> items = new ArrayList<>();
+        if (v instanceof Collection<?> c) {
+            items.addAll(c);
+        } else if (v != null) {
+            for (String s : v.toString().split(",")) {
+                if (!s.isBlank()) {
+                    items.add(s.trim());
+                }
+            }
+        }
+        List<ConsumerInterceptor<K, V>> out = new ArrayList<>();
+        for (Object item : items) {
+            ConsumerInterceptor<K, V> i = (ConsumerInterceptor<K, V>) instantiate(item);
+            i.configure(configs);
+            out.add(i);
+        }
+        return List.copyOf(out);
+    }
+
+    private static Object instantiate(Object classOrName) {
+        try {
+            Class<?> c = classOrName instanceof Class<?> k ? k
+                    : Class.forName(classOrName.toString().trim(), true, Thread.currentThread().getContextClassLoader());
+            return c.getDeclaredConstructor().newInstance();
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalArgumentException("cannot create " + classOrName + ": it needs a public no-argument constructor", e);
+        }
+    }
+
+    private static int intValue(Map<String, Object> configs, String key, int fallback) {
+        Object v = configs.get(key);
+        return v == null ? fallback : Integer.parseInt(v.toString().trim());
+    }
+
+    // ---- everything else is the internal KafkaConsumer's ----
+
+    @Override public Set<TopicPartition> assignment() { return delegate.assignment(); }
+    @Override public Set<String> subscription() { return delegate.subscription(); }
+    @Override public void subscribe(Collection<String> topics) { delegate.subscribe(topics); }
+    @Override public void subscribe(Collection<String> topics, ConsumerRebalanceListener listener) { delegate.subscribe(topics, listener); }
+    @Override public void assign(Collection<TopicPartition> partitions) { delegate.assign(partitions); }
+    @Override public void subscribe(Pattern pattern, ConsumerRebalanceListener listener) { delegate.subscribe(pattern, listener); }
+    @Override public void subscribe(Pattern pattern) { delegate.subscribe(pattern); }
+    @Override public void subscribe(SubscriptionPattern pattern, ConsumerRebalanceListener listener) { delegate.subscribe(pattern, listener); }
+    @Override public void subscribe(SubscriptionPattern pattern) { delegate.subscribe(pattern); }
+    @Override public void unsubscribe() { delegate.unsubscribe(); }
+    @Override public void commitSync() { delegate.commitSync(); }
+    @Override public void commitSync(Duration timeout) { delegate.commitSync(timeout); }
+    @Override public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) { delegate.commitSync(offsets); }
+    @Override public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets, Duration timeout) { delegate.commitSync(offsets, timeout); }
+    @Override public void commitAsync() { delegate.commitAsync(); }
+    @Override public void commitAsync(OffsetCommitCallback callback) { delegate.commitAsync(callback); }
+    @Override public void commitAsync(Map<TopicPartition, OffsetAndMetadata> offsets, OffsetCommitCallback callback) { delegate.commitAsync(offsets, callback); }
+    @Override public void registerMetricForSubscription(KafkaMetric metric) { delegate.registerMetricForSubscription(metric); }
+    @Override public void unregisterMetricFromSubscription(KafkaMetric metric) { delegate.unregisterMetricFromSubscription(metric); }
+    @Override public void seek(TopicPartition partition, long offset) { delegate.seek(partition, offset); }
+    @Override public void seek(TopicPartition partition, OffsetAndMetadata offsetAndMetadata) { delegate.seek(partition, offsetAndMetadata); }
+    @Override public void seekToBeginning(Collection<TopicPartition> partitions) { delegate.seekToBeginning(partitions); }
+    @Override public void seekToEnd(Collection<TopicPartition> partitions) { delegate.seekToEnd(partitions); }
+    @Override public long position(TopicPartition partition) { return delegate.position(partition); }
+    @Override public long position(TopicPartition partition, Duration timeout) { return delegate.position(partition, timeout); }
+    @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions) { return delegate.committed(partitions); }
+    @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions, Duration timeout) { return delegate.committed(partitions, timeout); }
+    @Override public Uuid clientInstanceId(Duration timeout) { return delegate.clientInstanceId(timeout); }
+    @Override public Map<MetricName, ? extends Metric> metrics() { return delegate.metrics(); }
+    @Override public List<PartitionInfo> partitionsFor(String topic) { return delegate.partitionsFor(topic); }
+    @Override public List<PartitionInfo> partitionsFor(String topic, Duration timeout) { return delegate.partitionsFor(topic, timeout); }
+    @Override public Map<String, List<PartitionInfo>> listTopics() { return delegate.listTopics(); }
+    @Override public Map<String, List<PartitionInfo>> listTopics(Duration timeout) { return delegate.listTopics(timeout); }
+    @Override public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestampsToSearch) { return delegate.offsetsForTimes(timestampsToSearch); }
+    @Override public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestampsToSearch, Duration timeout) { return delegate.offsetsForTimes(timestampsToSearch, timeout); }
+    @Override public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions) { return delegate.beginningOffsets(partitions); }
+    @Override public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions, Duration timeout) { return delegate.beginningOffsets(partitions, timeout); }
+    @Override public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions) { return delegate.endOffsets(partitions); }
+    @Override public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions, Duration timeout) { return delegate.endOffsets(partitions, timeout); }
+    @Override public OptionalLong currentLag(TopicPartition topicPartition) { return delegate.currentLag(topicPartition); }
+    @Override public ConsumerGroupMetadata groupMetadata() { return delegate.groupMetadata(); }
+    @Override public void enforceRebalance() { delegate.enforceRebalance(); }
+    @Override public void enforceRebalance(String reason) { delegate.enforceRebalance(reason); }
+    @Override public void wakeup() { delegate.wakeup(); }
+
+    @Override
+    public Set<TopicPartition> paused() {
+        Set<TopicPartition> out = new HashSet<>(userPaused);
+        out.retainAll(delegate.assignment());
+        return out;
+    }
+
+    @Override
+    public void pause(Collection<TopicPartition> partitions) {
+        delegate.pause(partitions); // Validates assignment exactly as KafkaConsumer does.
+        userPaused.addAll(partitions);
+    }
+
+    @Override
+    public void resume(Collection<TopicPartition> partitions) {
+        delegate.resume(partitions);
+        userPaused.removeAll(partitions);
+    }
+
+    @Override
+    public void close() {
+        close(CloseOptions.timeout(Duration.ofSeconds(30)));
+    }
+
+    @Override
+    public void close(Duration timeout) {
+        close(CloseOptions.timeout(timeout));
+    }
+
+    @Override
+    public void close(CloseOptions options) {
+        try {
+            delegate.close(options);
+        } finally {
+            for (ConsumerInterceptor<K, V> i : interceptors) {
+                try {
+                    i.close();
+                } catch (Exception e) {
+                    LOG.warn("Failed to close interceptor", e);
+                }
+            }
+            if (fetcher != null) {
+                fetcher.close();
+            }
+            if (transport != null) {
+                transport.close();
+            }
+        }
+    }
+}

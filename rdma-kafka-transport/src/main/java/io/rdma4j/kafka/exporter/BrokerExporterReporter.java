@@ -1,0 +1,134 @@
+package io.rdma4j.kafka.exporter;
+
+import org.apache.kafka.common.metrics.KafkaMetric;
+import org.apache.kafka.common.metrics.MetricsReporter;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Runs the {@link LogExporter} inside the broker JVM: {@code metric.reporters=io.rdma4j.kafka.exporter.BrokerExporterReporter}
+ * plus {@code rdma.*} broker properties. A metrics reporter is the one plugin every broker loads with its whole
+ * configuration; it reports no metrics. {@code log.dirs} and the Admin bootstrap (the inter-broker, else the first
+ * non-controller listener) come from the broker's own configuration unless {@code rdma.exporter.*} sets them.
+ *
+ * <p>Only a node whose {@code process.roles} include {@code broker} exports (a controller has no partition logs).
+ * In combined mode the broker and the controller each create their reporters from the same configuration, so
+ * the exporter is shared per log directories in the JVM and closed when its last reporter closes.
+ */
+public final class BrokerExporterReporter implements MetricsReporter {
+
+    private static final Logger LOG = LoggerFactory.getLogger(BrokerExporterReporter.class);
+    private static final Map<String, Shared> RUNNING = new HashMap<>();
+
+    private record Shared(LogExporter exporter, int[] users) {
+    }
+
+    private String key;
+
+    /** The exporter this JVM runs for {@code logDirs} (comma-separated as in {@code log.dirs}), or null. */
+    public static LogExporter running(String logDirs) {
+        synchronized (RUNNING) {
+            Shared s = RUNNING.get(logDirs);
+            return s == null ? null : s.exporter();
+        }
+    }
+
+    @Override
+    public void configure(Map<String, ?> configs) {
+        String roles = string(configs, "process.roles", "");
+        if (!Arrays.stream(roles.split(",")).map(r -> r.trim().toLowerCase(Locale.ROOT)).toList().contains("broker")) {
+            LOG.info("rdma4j log exporter not started: process.roles={} has no broker role, so no partition logs", roles);
+            return;
+        }
+        Map<String, Object> props = new HashMap<>();
+        configs.forEach((k, v) -> {
+            if (k.startsWith("rdma.") && v != null) {
+                props.put(k, v);
+            }
+        });
+        String logDirs = string(configs, "log.dirs", string(configs, "log.dir", ""));
+        props.putIfAbsent(ExporterConfig.LOG_DIRS, logDirs);
+        if (!props.containsKey(ExporterConfig.BOOTSTRAP)) {
+            props.put(ExporterConfig.BOOTSTRAP, bootstrapFrom(configs));
+        }
+        ExporterConfig config = ExporterConfig.fromProperties(props);
+        key = String.valueOf(props.get(ExporterConfig.LOG_DIRS));
+        synchronized (RUNNING) {
+            Shared s = RUNNING.get(key);
+            if (s != null) {
+                s.users()[0]++;
+                return;
+            }
+            // The Admin client connects lazily and the refresher retries, so starting before the listeners are up is fine.
+            LogExporter exporter = LogExporter.start(config);
+            RUNNING.put(key, new Shared(exporter, new int[] {1}));
+            LOG.info("rdma4j log exporter started in the broker on {} via {}", exporter.address(), exporter.transport().selection());
+        }
+    }
+
+    /** host:port of the listener the Admin client uses; PLAINTEXT only unless rdma.exporter.admin.* configures security. */
+    static String bootstrapFrom(Map<String, ?> configs) {
+        List<String> controllers = Arrays.stream(string(configs, "controller.listener.names", "").split(","))
+                .map(String::trim).filter(s -> !s.isEmpty()).toList();
+        String preferred = string(configs, "inter.broker.listener.name", "");
+        String chosen = null;
+        for (String listener : string(configs, "listeners", "").split(",")) {
+            String l = listener.trim();
+            int sep = l.indexOf("://");
+            if (sep <= 0) {
+                continue;
+            }
+            String name = l.substring(0, sep);
+            if (controllers.contains(name)) {
+                continue;
+            }
+            if (chosen == null || name.equals(preferred)) {
+                chosen = l.substring(sep + 3);
+            }
+        }
+        if (chosen == null || chosen.endsWith(":0")) {
+            throw new IllegalArgumentException("cannot tell the broker's address from listeners=" + string(configs, "listeners", "")
+                    + ": set " + ExporterConfig.BOOTSTRAP + "=host:port of a broker listener");
+        }
+        return chosen.startsWith(":") ? "127.0.0.1" + chosen : chosen;
+    }
+
+    private static String string(Map<String, ?> configs, String key, String fallback) {
+        Object v = configs.get(key);
+        return v == null ? fallback : v.toString().trim();
+    }
+
+    @Override
+    public void init(List<KafkaMetric> metrics) {
+    }
+
+    @Override
+    public void metricChange(KafkaMetric metric) {
+    }
+
+    @Override
+    public void metricRemoval(KafkaMetric metric) {
+    }
+
+    @Override
+    public void close() {
+        if (key == null) {
+            return;
+        }
+        synchronized (RUNNING) {
+            Shared s = RUNNING.get(key);
+            if (s != null && --s.users()[0] == 0) {
+                RUNNING.remove(key);
+                s.exporter().close();
+                LOG.info("rdma4j log exporter in the broker stopped");
+            }
+        }
+        key = null;
+    }
+}

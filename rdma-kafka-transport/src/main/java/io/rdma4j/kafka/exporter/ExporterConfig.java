@@ -1,0 +1,96 @@
+package io.rdma4j.kafka.exporter;
+
+import io.rdma4j.core.TransportConfig;
+
+import java.net.InetSocketAddress;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+/**
+ * What the log exporter needs: the broker's log directories and bootstrap address, where to listen,
+ * how fresh the watermarks are, and the rdma4j transport settings ({@code rdma.*} keys).
+ *
+ * <table>
+ * <caption>Keys</caption>
+ * <tr><td>rdma.exporter.log.dirs</td><td>the broker's {@code log.dirs} (comma-separated)</td></tr>
+ * <tr><td>rdma.exporter.bootstrap.servers</td><td>the broker's address, for the Admin API</td></tr>
+ * <tr><td>rdma.exporter.listen.address</td><td>host:port consumers connect to (default 127.0.0.1:9299)</td></tr>
+ * <tr><td>rdma.exporter.watermark.interval.ms</td><td>how often watermarks are refreshed (default 50)</td></tr>
+ * <tr><td>rdma.exporter.retire.grace.ms</td><td>how long a replaced region stays readable (default 5000)</td></tr>
+ * <tr><td>rdma.exporter.admin.*</td><td>extra Admin client settings (security etc.)</td></tr>
+ * <tr><td>rdma.&lt;transport key&gt;</td><td>see {@link TransportConfig#fromProperties}</td></tr>
+ * </table>
+ */
+public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSocketAddress listenAddress,
+                             Duration watermarkInterval, Duration retireGrace, Map<String, Object> adminProperties,
+                             TransportConfig transport) {
+
+    public static final String PREFIX = "rdma.exporter.";
+    public static final String LOG_DIRS = PREFIX + "log.dirs";
+    public static final String BOOTSTRAP = PREFIX + "bootstrap.servers";
+    public static final String LISTEN = PREFIX + "listen.address";
+    public static final String INTERVAL = PREFIX + "watermark.interval.ms";
+    public static final String GRACE = PREFIX + "retire.grace.ms";
+    public static final String ADMIN_PREFIX = PREFIX + "admin.";
+
+    public ExporterConfig {
+        if (logDirs.isEmpty()) {
+            throw new IllegalArgumentException("set " + LOG_DIRS + " to the broker's log.dirs");
+        }
+        if (bootstrapServers == null || bootstrapServers.isBlank()) {
+            throw new IllegalArgumentException("set " + BOOTSTRAP + " to the broker's listener, e.g. 127.0.0.1:9092");
+        }
+        if (watermarkInterval.isNegative() || watermarkInterval.isZero()) {
+            throw new IllegalArgumentException(INTERVAL + " must be positive");
+        }
+        logDirs = List.copyOf(logDirs);
+        adminProperties = Map.copyOf(adminProperties);
+    }
+
+    public static ExporterConfig fromProperties(Map<String, ?> props) {
+        String dirs = string(props, LOG_DIRS, "");
+        List<Path> logDirs = Arrays.stream(dirs.split(",")).map(String::trim).filter(s -> !s.isEmpty()).map(Path::of).toList();
+        Map<String, Object> admin = new HashMap<>();
+        Map<String, Object> transportProps = new HashMap<>();
+        props.forEach((k, v) -> {
+            if (k.startsWith(ADMIN_PREFIX)) {
+                admin.put(k.substring(ADMIN_PREFIX.length()), v);
+            } else if (k.startsWith("rdma.") && !k.startsWith(PREFIX) && v != null) {
+                transportProps.put(k, v);
+            }
+        });
+        return new ExporterConfig(logDirs, string(props, BOOTSTRAP, null), parseAddress(string(props, LISTEN, "127.0.0.1:9299")),
+                Duration.ofMillis(Long.parseLong(string(props, INTERVAL, "50"))),
+                Duration.ofMillis(Long.parseLong(string(props, GRACE, "5000"))), admin,
+                TransportConfig.fromProperties(transportProps, "rdma."));
+    }
+
+    public static ExporterConfig fromProperties(Properties props) {
+        Map<String, Object> map = new HashMap<>();
+        props.stringPropertyNames().forEach(k -> map.put(k, props.getProperty(k)));
+        return fromProperties(map);
+    }
+
+    /** Parses {@code host:port}; the message says the expected form. */
+    public static InetSocketAddress parseAddress(String hostPort) {
+        int colon = hostPort.lastIndexOf(':');
+        if (colon <= 0) {
+            throw new IllegalArgumentException("expected host:port, got '" + hostPort + "'");
+        }
+        try {
+            return new InetSocketAddress(hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("expected host:port with a numeric port, got '" + hostPort + "'");
+        }
+    }
+
+    private static String string(Map<String, ?> props, String key, String fallback) {
+        Object v = props.get(key);
+        return v == null ? fallback : v.toString().trim();
+    }
+}

@@ -1,0 +1,293 @@
+package io.rdma4j.kafka.exporter;
+
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaListener;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.kafka.protocol.DirectoryProtocol;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Exports a broker's log for one-sided reads: maps every partition's segment files read-only, registers
+ * them, and publishes per partition a watermark record (high watermark with its byte position, log start
+ * offset, last stable offset) learnt from the broker through the Admin API every
+ * {@code rdma.exporter.watermark.interval.ms}. Consumers find segments through the directory protocol
+ * on the rdma4j connection. The broker itself is not modified and never notices.
+ */
+public final class LogExporter implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(LogExporter.class);
+    // <topic>-<partition>; deleted (…-delete), future (…-future) and stray directories carry a suffix and do not match.
+    private static final Pattern PARTITION_DIR = Pattern.compile("(.+)-(\\d+)");
+
+    private final ExporterConfig config;
+    private final RdmaTransport transport;
+    private final SegmentMapper mapper;
+    private final Admin admin;
+    private final RdmaListener listener;
+    private final ScheduledExecutorService refresher;
+    private final Map<TopicPartition, PartitionExport> partitions = new ConcurrentHashMap<>();
+    private final ArrayDeque<Retired> retired = new ArrayDeque<>();
+    private final AtomicLong adminRequests = new AtomicLong();
+    private final AtomicLong refreshes = new AtomicLong();
+    private final AtomicLong directoryRequests = new AtomicLong();
+    private final long startedNanos = System.nanoTime();
+    private volatile boolean closed;
+
+    private record Retired(RegisteredRegion region, Arena arena, long closeAtNanos) {
+    }
+
+    /** Starts an exporter on its own transport. */
+    public static LogExporter start(ExporterConfig config) {
+        return start(config, SegmentMapper.READ_ONLY);
+    }
+
+    /** Starts an exporter that turns segment files into memory with {@code mapper} (tests export tampered copies). */
+    public static LogExporter start(ExporterConfig config, SegmentMapper mapper) {
+        RdmaTransport transport = RdmaTransport.open(config.transport());
+        try {
+            return new LogExporter(config, transport, mapper);
+        } catch (RuntimeException e) {
+            transport.close();
+            throw e;
+        }
+    }
+
+    private LogExporter(ExporterConfig config, RdmaTransport transport, SegmentMapper mapper) {
+        this.config = config;
+        this.transport = transport;
+        this.mapper = mapper;
+        Map<String, Object> adminProps = new HashMap<>(config.adminProperties());
+        adminProps.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, config.bootstrapServers());
+        adminProps.putIfAbsent(AdminClientConfig.CLIENT_ID_CONFIG, "rdma4j-log-exporter");
+        this.admin = Admin.create(adminProps);
+        this.listener = transport.listen(config.listenAddress(), this::serve);
+        this.refresher = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "rdma4j-log-exporter");
+            t.setDaemon(true);
+            return t;
+        });
+        refresher.scheduleWithFixedDelay(this::refreshQuietly, 0, config.watermarkInterval().toMillis(), TimeUnit.MILLISECONDS);
+        LOG.info("rdma4j log exporter on {} via {} exporting {}", listener.localAddress(), transport.selection(), config.logDirs());
+    }
+
+    /** Where consumers connect ({@code rdma.exporter.address}). */
+    public InetSocketAddress address() {
+        return listener.localAddress();
+    }
+
+    public RdmaTransport transport() {
+        return transport;
+    }
+
+    /** Admin requests sent so far (three per refresh: latest, latest read_committed, earliest). */
+    public long adminRequests() {
+        return adminRequests.get();
+    }
+
+    public long refreshes() {
+        return refreshes.get();
+    }
+
+    public long directoryRequests() {
+        return directoryRequests.get();
+    }
+
+    /** Admin requests per second since start: the broker-side cost of the watermark freshness. */
+    public double adminRequestsPerSecond() {
+        return adminRequests.get() / Math.max(1e-9, (System.nanoTime() - startedNanos) / 1e9);
+    }
+
+    /** Segment regions re-registered because a segment grew or rolled. */
+    public long remaps() {
+        return partitions.values().stream().mapToLong(PartitionExport::remaps).sum();
+    }
+
+    public int exportedPartitions() {
+        return partitions.size();
+    }
+
+    /**
+     * The high watermark this exporter currently serves for {@code tp} (consumers read up to it by RDMA),
+     * or -1 while the partition is not exported yet.
+     */
+    public long exportedHighWatermark(TopicPartition tp) {
+        PartitionExport p = partitions.get(tp);
+        var published = p == null ? null : p.published();
+        return published == null ? -1 : published.highWatermark();
+    }
+
+    /** Runs one refresh now (tests use it to avoid waiting). */
+    public void refresh() throws IOException, InterruptedException {
+        discoverPartitions();
+        if (partitions.isEmpty()) {
+            closeDueRetired(false);
+            return;
+        }
+        Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+        Map<TopicPartition, OffsetSpec> earliest = new HashMap<>();
+        java.util.List<TopicPartition> asked = java.util.List.copyOf(partitions.keySet());
+        for (TopicPartition tp : asked) {
+            latest.put(tp, OffsetSpec.latest());
+            earliest.put(tp, OffsetSpec.earliest());
+        }
+        // Learnt before the files are looked at, so the segment list is at least as new as the high watermark.
+        Map<TopicPartition, Long> hw = offsets(admin.listOffsets(latest, new ListOffsetsOptions(IsolationLevel.READ_UNCOMMITTED)), asked);
+        Map<TopicPartition, Long> lso = offsets(admin.listOffsets(latest, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED)), asked);
+        Map<TopicPartition, Long> start = offsets(admin.listOffsets(earliest), asked);
+        adminRequests.addAndGet(3);
+        for (PartitionExport p : partitions.values()) {
+            p.syncSegments();
+            Long h = hw.get(p.partition());
+            if (h != null && start.containsKey(p.partition())) {
+                p.publish(h, start.get(p.partition()), lso.getOrDefault(p.partition(), h));
+            }
+        }
+        refreshes.incrementAndGet();
+        closeDueRetired(false);
+    }
+
+    // One partition failing (being deleted, say) must not stop the others from being refreshed.
+    private static Map<TopicPartition, Long> offsets(ListOffsetsResult result, Iterable<TopicPartition> asked) throws InterruptedException {
+        Map<TopicPartition, Long> out = new HashMap<>();
+        for (TopicPartition tp : asked) {
+            try {
+                out.put(tp, result.partitionResult(tp).get().offset());
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
+                    LOG.debug("no offsets for {}: {}", tp, e.getCause().toString());
+                }
+            }
+        }
+        return out;
+    }
+
+    private void discoverPartitions() throws IOException {
+        Map<TopicPartition, Path> found = new HashMap<>();
+        for (Path dir : config.logDirs()) {
+            if (!Files.isDirectory(dir)) {
+                continue;
+            }
+            try (var entries = Files.list(dir)) {
+                for (Path p : (Iterable<Path>) entries::iterator) {
+                    Matcher m = PARTITION_DIR.matcher(p.getFileName().toString());
+                    if (m.matches() && Files.isDirectory(p) && !m.group(1).startsWith("__cluster_metadata")) {
+                        found.put(new TopicPartition(m.group(1), Integer.parseInt(m.group(2))), p);
+                    }
+                }
+            }
+        }
+        for (var e : found.entrySet()) {
+            partitions.computeIfAbsent(e.getKey(), tp -> new PartitionExport(tp, e.getValue(), transport, mapper, this::retire));
+        }
+        for (var it = partitions.entrySet().iterator(); it.hasNext(); ) {
+            var e = it.next();
+            if (!found.containsKey(e.getKey())) {
+                it.remove();
+                e.getValue().close();
+            }
+        }
+    }
+
+    private void retire(RegisteredRegion region, Arena arena) {
+        synchronized (retired) {
+            retired.add(new Retired(region, arena, System.nanoTime() + config.retireGrace().toNanos()));
+        }
+    }
+
+    private void closeDueRetired(boolean all) {
+        synchronized (retired) {
+            while (!retired.isEmpty() && (all || retired.peek().closeAtNanos() - System.nanoTime() <= 0)) {
+                Retired r = retired.poll();
+                r.region().close();
+                r.arena().close();
+            }
+        }
+    }
+
+    private void refreshQuietly() {
+        if (closed) {
+            return;
+        }
+        try {
+            refresh();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (Exception e) {
+            LOG.warn("watermark refresh failed (retrying in {} ms): {}", config.watermarkInterval().toMillis(), e.toString());
+        }
+    }
+
+    private void serve(RdmaConnection connection) {
+        connection.receive().whenComplete((message, failure) -> {
+            if (failure != null || closed) {
+                connection.close();
+                return;
+            }
+            try {
+                connection.send(answer(message));
+                serve(connection);
+            } catch (RuntimeException e) {
+                LOG.debug("closing directory connection from {}: {}", connection.remoteAddress(), e.toString());
+                connection.close();
+            }
+        });
+    }
+
+    private byte[] answer(ByteBuffer message) {
+        directoryRequests.incrementAndGet();
+        DirectoryProtocol.Request request = DirectoryProtocol.Request.fromBytes(message);
+        PartitionExport p = partitions.get(new TopicPartition(request.topic(), request.partition()));
+        if (p == null) {
+            return new DirectoryProtocol.Response(DirectoryProtocol.Status.UNKNOWN_PARTITION, null, -1, java.util.List.of()).toBytes();
+        }
+        return p.directory(request.fromOffset()).toBytes();
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        refresher.shutdownNow();
+        try {
+            refresher.awaitTermination(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        listener.close();
+        admin.close(java.time.Duration.ofSeconds(5));
+        partitions.values().forEach(PartitionExport::close);
+        partitions.clear();
+        closeDueRetired(true);
+        transport.close();
+    }
+}

@@ -1,0 +1,258 @@
+package io.rdma4j.kafka.exporter;
+
+import io.rdma4j.core.Access;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.kafka.protocol.BatchHeaders;
+import io.rdma4j.kafka.protocol.DirectoryProtocol;
+import io.rdma4j.kafka.protocol.Watermark;
+import org.apache.kafka.common.TopicPartition;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+import java.util.regex.Pattern;
+
+/**
+ * One exported partition: its segment files mapped read-only and registered (each only up to the
+ * file's size when it was mapped, so no peer can reach a page past the end of file), and its
+ * watermark record. All state is guarded by {@code this}.
+ */
+final class PartitionExport implements AutoCloseable {
+
+    private static final Pattern SEGMENT_FILE = Pattern.compile("\\d{20}\\.log");
+
+    private final TopicPartition partition;
+    private final Path directory;
+    private final RdmaTransport transport;
+    private final SegmentMapper mapper;
+    private final Retirer retirer;
+    private final Arena watermarkArena = Arena.ofShared();
+    private final RegisteredRegion watermarkRegion;
+    private final TreeMap<Long, ExportedSegment> segments = new TreeMap<>();
+    private long generation;
+    private long remaps;
+    // Where the last high-watermark walk stopped, so the next one continues from there.
+    private ExportedSegment scanSegment;
+    private BatchHeaders.Position scanPosition;
+    private Watermark published;
+
+    /** Closes replaced regions later, so peers that still hold their descriptors finish their reads. */
+    interface Retirer {
+        void retire(RegisteredRegion region, Arena arena);
+    }
+
+    PartitionExport(TopicPartition partition, Path directory, RdmaTransport transport, SegmentMapper mapper, Retirer retirer) {
+        this.partition = partition;
+        this.directory = directory;
+        this.transport = transport;
+        this.mapper = mapper;
+        this.retirer = retirer;
+        MemorySegment record = watermarkArena.allocate(Watermark.SIZE, 8);
+        this.watermarkRegion = transport.register(record, Access.remoteRead());
+    }
+
+    TopicPartition partition() {
+        return partition;
+    }
+
+    Path directory() {
+        return directory;
+    }
+
+    synchronized long remaps() {
+        return remaps;
+    }
+
+    synchronized Watermark published() {
+        return published;
+    }
+
+    /** Brings the segment list in line with the directory: new, rolled, replaced (compaction) and deleted files. */
+    synchronized void syncSegments() throws IOException {
+        Map<Long, Path> onDisk = new TreeMap<>();
+        try (var files = Files.list(directory)) {
+            for (Path f : (Iterable<Path>) files::iterator) {
+                String name = f.getFileName().toString();
+                // .deleted/.cleaned/.swap files are not matched: they are on their way out or not yet in.
+                if (SEGMENT_FILE.matcher(name).matches()) {
+                    onDisk.put(Long.parseLong(name.substring(0, 20)), f);
+                }
+            }
+        } catch (NoSuchFileException gone) {
+            onDisk.clear(); // The partition was deleted or moved.
+        }
+        boolean changed = false;
+        for (var it = segments.entrySet().iterator(); it.hasNext(); ) {
+            var e = it.next();
+            Path file = onDisk.get(e.getKey());
+            if (file == null || !Objects.equals(fileKey(file), e.getValue().fileKey)) {
+                retire(e.getValue());
+                it.remove();
+                changed = true;
+            }
+        }
+        long last = onDisk.isEmpty() ? -1 : ((TreeMap<Long, Path>) onDisk).lastKey();
+        for (var e : onDisk.entrySet()) {
+            ExportedSegment s = segments.get(e.getKey());
+            boolean rolled = e.getKey() != last;
+            if (s == null) {
+                s = map(e.getKey(), e.getValue(), rolled);
+                if (s != null) {
+                    segments.put(e.getKey(), s);
+                    changed = true;
+                }
+            } else if (rolled && !s.complete) {
+                // Rolled since it was mapped: map it once more, in full; it never grows again.
+                segments.put(e.getKey(), remap(s, true));
+                changed = true;
+            }
+        }
+        if (changed) {
+            generation++;
+        }
+    }
+
+    /**
+     * Publishes a new watermark: the byte position of the high watermark is found by walking batch
+     * headers, remapping the segment when the high watermark has moved past the mapped bytes.
+     */
+    synchronized Watermark publish(long highWatermark, long logStartOffset, long lastStableOffset) throws IOException {
+        var floor = segments.floorEntry(highWatermark);
+        long hwSegmentBase;
+        BatchHeaders.Position reached;
+        if (floor == null) {
+            // Nothing exported at or below the high watermark (an empty or just-deleted log).
+            hwSegmentBase = segments.isEmpty() ? highWatermark : segments.firstKey();
+            reached = new BatchHeaders.Position(0, hwSegmentBase);
+        } else {
+            ExportedSegment s = floor.getValue();
+            BatchHeaders.Position from = scanSegment == s && scanPosition.nextOffset() <= highWatermark
+                    ? scanPosition : new BatchHeaders.Position(0, s.baseOffset);
+            reached = BatchHeaders.walk(s.memory, from.bytePosition(), from.nextOffset(), s.exportedLength, highWatermark);
+            if (reached.nextOffset() < highWatermark && !s.complete && Files.size(s.file) > s.exportedLength) {
+                s = remap(s, false);
+                segments.put(s.baseOffset, s);
+                generation++;
+                reached = BatchHeaders.walk(s.memory, reached.bytePosition(), reached.nextOffset(), s.exportedLength, highWatermark);
+            }
+            scanSegment = s;
+            scanPosition = reached;
+            hwSegmentBase = s.baseOffset;
+        }
+        // On a lagging replica the log may end below the leader's high watermark: publish what is here.
+        long servedHighWatermark = floor == null ? Math.min(highWatermark, hwSegmentBase) : Math.min(highWatermark, reached.nextOffset());
+        if (floor != null && reached.nextOffset() < highWatermark && reached.bytePosition() == floor.getValue().exportedLength
+                && floor.getValue().complete) {
+            servedHighWatermark = highWatermark; // The segment is complete; the next one starts at or above the HW.
+        }
+        long active = segments.isEmpty() ? hwSegmentBase : segments.lastKey();
+        Watermark w = new Watermark(servedHighWatermark, hwSegmentBase, reached.bytePosition(), logStartOffset,
+                Math.min(lastStableOffset, servedHighWatermark), active, generation, System.currentTimeMillis());
+        w.writeTo(watermarkRegion.segment());
+        published = w;
+        return w;
+    }
+
+    /** Answers a directory request. */
+    synchronized DirectoryProtocol.Response directory(long fromOffset) {
+        var floor = segments.floorEntry(fromOffset);
+        if (floor == null || published == null) {
+            return new DirectoryProtocol.Response(DirectoryProtocol.Status.OFFSET_NOT_EXPORTED, watermarkRegion.descriptor(), -1, List.of());
+        }
+        ExportedSegment first = floor.getValue();
+        long limit = first.baseOffset == published.hwSegmentBase() ? Math.min(published.hwPosition(), first.exportedLength)
+                : first.baseOffset < published.hwSegmentBase() ? first.exportedLength : 0;
+        // The batch holding fromOffset: walk past every batch that ends below it.
+        long start = BatchHeaders.walk(first.memory, 0, first.baseOffset, limit, fromOffset).bytePosition();
+        List<DirectoryProtocol.Segment> out = new ArrayList<>();
+        for (ExportedSegment s : segments.tailMap(floor.getKey(), true).values()) {
+            if (out.size() == DirectoryProtocol.MAX_SEGMENTS_PER_RESPONSE) {
+                break;
+            }
+            out.add(new DirectoryProtocol.Segment(s.baseOffset, s.exportedLength, s.complete, s.region.descriptor()));
+        }
+        return new DirectoryProtocol.Response(DirectoryProtocol.Status.OK, watermarkRegion.descriptor(), start, out);
+    }
+
+    private ExportedSegment map(long base, Path file, boolean complete) throws IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            Object key = fileKey(file);
+            // The mapping ends at the size measured now: a peer can never touch a page past the end of file.
+            long size = ch.size();
+            if (size == 0) {
+                return null; // A fresh active segment: mapped once it has data.
+            }
+            Arena arena = Arena.ofShared();
+            try {
+                MemorySegment memory = mapper.map(file, ch, size, arena);
+                RegisteredRegion region = transport.register(memory, Access.remoteRead());
+                return new ExportedSegment(base, file, key, arena, memory, region, size, complete);
+            } catch (RuntimeException | IOException e) {
+                arena.close();
+                throw e;
+            }
+        } catch (NoSuchFileException gone) {
+            return null;
+        }
+    }
+
+    private ExportedSegment remap(ExportedSegment old, boolean complete) throws IOException {
+        ExportedSegment fresh = map(old.baseOffset, old.file, complete);
+        if (fresh == null) {
+            return old;
+        }
+        remaps++;
+        retire(old);
+        if (scanSegment == old) {
+            scanSegment = fresh;
+        }
+        return fresh;
+    }
+
+    private void retire(ExportedSegment s) {
+        if (scanSegment == s) {
+            scanSegment = null;
+            scanPosition = null;
+        }
+        retirer.retire(s.region, s.arena);
+    }
+
+    private static Object fileKey(Path file) {
+        try {
+            return Files.readAttributes(file, BasicFileAttributes.class).fileKey();
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    synchronized int segmentCount() {
+        return segments.size();
+    }
+
+    @Override
+    public synchronized void close() {
+        for (ExportedSegment s : segments.values()) {
+            s.region.close();
+            s.arena.close();
+        }
+        segments.clear();
+        watermarkRegion.close();
+        watermarkArena.close();
+    }
+
+    private record ExportedSegment(long baseOffset, Path file, Object fileKey, Arena arena, MemorySegment memory,
+                                   RegisteredRegion region, long exportedLength, boolean complete) {
+    }
+}

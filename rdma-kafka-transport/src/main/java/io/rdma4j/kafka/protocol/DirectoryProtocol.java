@@ -1,0 +1,114 @@
+package io.rdma4j.kafka.protocol;
+
+import io.rdma4j.core.ProtocolException;
+import io.rdma4j.core.RegionDescriptor;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The exporter's directory, spoken over an rdma4j connection's send/receive: a consumer asks for the
+ * segments of a topic-partition from an offset and gets their region descriptors, base offsets and
+ * exported lengths, the byte position of the batch holding that offset, and the watermark region.
+ */
+public final class DirectoryProtocol {
+
+    private static final int REQUEST_MAGIC = 0x524B4451; // "RKDQ"
+    private static final int RESPONSE_MAGIC = 0x524B4452; // "RKDR"
+
+    /** Most segments answered at once, so a response fits the default 64 KiB message. */
+    public static final int MAX_SEGMENTS_PER_RESPONSE = 256;
+
+    private DirectoryProtocol() {
+    }
+
+    public enum Status {
+        /** Segments follow. */
+        OK,
+        /** The exporter does not export this partition (not on this broker, or not found yet). */
+        UNKNOWN_PARTITION,
+        /** The offset lies below the exported log (deleted by retention) or in no exported segment. */
+        OFFSET_NOT_EXPORTED
+    }
+
+    public record Request(String topic, int partition, long fromOffset) {
+        public byte[] toBytes() {
+            byte[] name = topic.getBytes(StandardCharsets.UTF_8);
+            return ByteBuffer.allocate(4 + 2 + name.length + 4 + 8).putInt(REQUEST_MAGIC).putShort((short) name.length)
+                    .put(name).putInt(partition).putLong(fromOffset).array();
+        }
+
+        public static Request fromBytes(ByteBuffer in) {
+            try {
+                if (in.getInt() != REQUEST_MAGIC) {
+                    throw new ProtocolException("not an rdma4j Kafka directory request (bad magic)");
+                }
+                byte[] name = new byte[in.getShort() & 0xffff];
+                in.get(name);
+                return new Request(new String(name, StandardCharsets.UTF_8), in.getInt(), in.getLong());
+            } catch (java.nio.BufferUnderflowException e) {
+                throw new ProtocolException("truncated rdma4j Kafka directory request");
+            }
+        }
+    }
+
+    /**
+     * One exported segment.
+     *
+     * @param exportedLength bytes registered (never past the file's end when it was mapped)
+     * @param complete       the segment was rolled and is exported in full: it will not grow
+     */
+    public record Segment(long baseOffset, long exportedLength, boolean complete, RegionDescriptor region) {
+    }
+
+    /**
+     * @param startPosition byte position, in the first segment, of the batch holding the requested offset
+     *                      (or of the first batch after it); -1 when not OK
+     */
+    public record Response(Status status, RegionDescriptor watermarkRegion, long startPosition, List<Segment> segments) {
+        public byte[] toBytes() {
+            int size = 4 + 1 + 1 + (watermarkRegion == null ? 0 : RegionDescriptor.SERIALIZED_SIZE) + 8 + 4
+                    + segments.size() * (8 + 8 + 1 + RegionDescriptor.SERIALIZED_SIZE);
+            ByteBuffer out = ByteBuffer.allocate(size).putInt(RESPONSE_MAGIC).put((byte) status.ordinal());
+            out.put((byte) (watermarkRegion == null ? 0 : 1));
+            if (watermarkRegion != null) {
+                out.put(watermarkRegion.toBytes());
+            }
+            out.putLong(startPosition).putInt(segments.size());
+            for (Segment s : segments) {
+                out.putLong(s.baseOffset()).putLong(s.exportedLength()).put((byte) (s.complete() ? 1 : 0)).put(s.region().toBytes());
+            }
+            return out.array();
+        }
+
+        public static Response fromBytes(ByteBuffer in) {
+            try {
+                if (in.getInt() != RESPONSE_MAGIC) {
+                    throw new ProtocolException("not an rdma4j Kafka directory response (bad magic)");
+                }
+                int statusCode = in.get();
+                if (statusCode < 0 || statusCode >= Status.values().length) {
+                    throw new ProtocolException("unknown directory status " + statusCode);
+                }
+                RegionDescriptor watermark = in.get() == 1 ? RegionDescriptor.fromBytes(in) : null;
+                long start = in.getLong();
+                int count = in.getInt();
+                if (count < 0 || count > MAX_SEGMENTS_PER_RESPONSE) {
+                    throw new ProtocolException("bad segment count " + count);
+                }
+                List<Segment> segments = new ArrayList<>(count);
+                for (int i = 0; i < count; i++) {
+                    long base = in.getLong();
+                    long length = in.getLong();
+                    boolean complete = in.get() == 1;
+                    segments.add(new Segment(base, length, complete, RegionDescriptor.fromBytes(in)));
+                }
+                return new Response(Status.values()[statusCode], watermark, start, List.copyOf(segments));
+            } catch (java.nio.BufferUnderflowException | IllegalArgumentException e) {
+                throw new ProtocolException("malformed rdma4j Kafka directory response: " + e.getMessage());
+            }
+        }
+    }
+}

@@ -1,0 +1,163 @@
+package io.rdma4j.kafka.protocol;
+
+import org.apache.kafka.common.compress.Compression;
+import org.apache.kafka.common.errors.CorruptRecordException;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.record.TimestampType;
+import org.apache.kafka.common.utils.BufferSupplier;
+import org.apache.kafka.common.utils.ByteUtils;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.zip.CRC32C;
+
+/**
+ * Parses magic v2 record batches in place from a (registered) buffer. Kafka's own batch classes moved
+ * from {@code org.apache.kafka.common.record} to {@code ...record.internal} in 4.3, so no batch class
+ * exists in both the 4.2 and 4.3 clients; the v2 format itself is stable and small, and decompression
+ * uses Kafka's {@link Compression}, which both versions have. CRC32C is checked before anything is read.
+ */
+public final class RecordBatchParser {
+
+    private static final int CRC_OFFSET = 17;
+    private static final int ATTRIBUTES_OFFSET = 21;
+    private static final int RECORDS_OFFSET = 61;
+    private static final Header[] NO_HEADERS = new Header[0];
+
+    private RecordBatchParser() {
+    }
+
+    /** One v2 batch, a view of the buffer it was parsed from. */
+    public record Batch(ByteBuffer bytes) {
+        public long baseOffset() { return bytes.getLong(0); }
+        public int sizeInBytes() { return bytes.limit(); }
+        public int partitionLeaderEpoch() { return bytes.getInt(12); }
+        public int attributes() { return bytes.getShort(ATTRIBUTES_OFFSET); }
+        public long lastOffset() { return baseOffset() + bytes.getInt(23); }
+        public long nextOffset() { return lastOffset() + 1; }
+        public long baseTimestamp() { return bytes.getLong(27); }
+        public long maxTimestamp() { return bytes.getLong(35); }
+        public int recordCount() { return bytes.getInt(57); }
+        public boolean isControlBatch() { return (attributes() & 0x20) != 0; }
+        public boolean isTransactional() { return (attributes() & 0x10) != 0; }
+        public TimestampType timestampType() {
+            return (attributes() & 0x08) != 0 ? TimestampType.LOG_APPEND_TIME : TimestampType.CREATE_TIME;
+        }
+
+        /** Verifies the CRC32C over attributes..end, as {@code RecordBatch.ensureValid()} does. */
+        public void ensureValid() {
+            if (bytes.limit() < RECORDS_OFFSET) {
+                throw new CorruptRecordException("record batch of " + bytes.limit() + " bytes is shorter than its header");
+            }
+            CRC32C crc = new CRC32C();
+            crc.update(bytes.duplicate().position(ATTRIBUTES_OFFSET));
+            long stored = bytes.getInt(CRC_OFFSET) & 0xffffffffL;
+            if (crc.getValue() != stored) {
+                throw new CorruptRecordException("record batch at offset " + baseOffset() + " is corrupt (stored crc = "
+                        + stored + ", computed crc = " + crc.getValue() + ")");
+            }
+        }
+
+        /** The records; uncompressed batches are read in place, compressed ones inflated with Kafka's codecs. */
+        public List<ParsedRecord> records() {
+            ByteBuffer records = bytes.duplicate().position(RECORDS_OFFSET).slice().order(ByteOrder.BIG_ENDIAN);
+            int codec = attributes() & 0x07;
+            if (codec != 0) {
+                records = inflate(codec, records);
+            }
+            int count = recordCount();
+            List<ParsedRecord> out = new ArrayList<>(Math.max(0, count));
+            long logAppendTime = timestampType() == TimestampType.LOG_APPEND_TIME ? maxTimestamp() : -1;
+            try {
+                for (int i = 0; i < count; i++) {
+                    out.add(readRecord(records, logAppendTime));
+                }
+            } catch (RuntimeException e) {
+                throw new CorruptRecordException("malformed record in the batch at offset " + baseOffset() + ": " + e);
+            }
+            return out;
+        }
+
+        private ParsedRecord readRecord(ByteBuffer in, long logAppendTime) {
+            int length = ByteUtils.readVarint(in);
+            int end = in.position() + length;
+            in.get(); // attributes: unused in v2
+            long timestampDelta = ByteUtils.readVarlong(in);
+            int offsetDelta = ByteUtils.readVarint(in);
+            ByteBuffer key = slice(in, ByteUtils.readVarint(in));
+            ByteBuffer value = slice(in, ByteUtils.readVarint(in));
+            int headerCount = ByteUtils.readVarint(in);
+            Header[] headers = headerCount == 0 ? NO_HEADERS : new Header[headerCount];
+            for (int h = 0; h < headerCount; h++) {
+                byte[] name = new byte[ByteUtils.readVarint(in)];
+                in.get(name);
+                int valueLength = ByteUtils.readVarint(in);
+                byte[] headerValue = null;
+                if (valueLength >= 0) {
+                    headerValue = new byte[valueLength];
+                    in.get(headerValue);
+                }
+                headers[h] = new RecordHeader(new String(name, StandardCharsets.UTF_8), headerValue);
+            }
+            if (in.position() != end) {
+                throw new IllegalStateException("record length " + length + " does not match its fields");
+            }
+            long timestamp = logAppendTime >= 0 ? logAppendTime : baseTimestamp() + timestampDelta;
+            return new ParsedRecord(baseOffset() + offsetDelta, timestamp, key, value, headers);
+        }
+
+        private static ByteBuffer slice(ByteBuffer in, int length) {
+            if (length < 0) {
+                return null;
+            }
+            ByteBuffer s = in.slice(in.position(), length);
+            in.position(in.position() + length);
+            return s;
+        }
+
+        private ByteBuffer inflate(int codec, ByteBuffer compressed) {
+            Compression compression = switch (codec) {
+                case 1 -> Compression.gzip().build();
+                case 2 -> Compression.snappy().build();
+                case 3 -> Compression.lz4().build();
+                case 4 -> Compression.zstd().build();
+                default -> throw new CorruptRecordException("unknown compression codec " + codec + " in batch at offset " + baseOffset());
+            };
+            try (InputStream in = compression.wrapForInput(compressed, (byte) 2, BufferSupplier.NO_CACHING)) {
+                return ByteBuffer.wrap(in.readAllBytes());
+            } catch (IOException | RuntimeException e) {
+                throw new CorruptRecordException("cannot decompress the batch at offset " + baseOffset() + ": " + e);
+            }
+        }
+    }
+
+    /** One record; key and value are views (of the registered buffer when uncompressed), null when absent. */
+    public record ParsedRecord(long offset, long timestamp, ByteBuffer key, ByteBuffer value, Header[] headers) {
+    }
+
+    /** The whole batches at the start of {@code buffer}; a partial batch at the end is left out. */
+    public static List<Batch> batches(ByteBuffer buffer) {
+        ByteBuffer in = buffer.duplicate().order(ByteOrder.BIG_ENDIAN);
+        List<Batch> out = new ArrayList<>();
+        int pos = 0;
+        while (pos + BatchHeaders.LOG_OVERHEAD <= in.limit()) {
+            long size = BatchHeaders.LOG_OVERHEAD + (in.getInt(pos + 8) & 0xffffffffL);
+            if (pos + size > in.limit()) {
+                break;
+            }
+            if (in.get(pos + 16) != 2) {
+                throw new CorruptRecordException("unsupported record batch magic " + in.get(pos + 16) + " at byte " + pos
+                        + ": only v2 batches (Kafka 0.11+) are served by RDMA");
+            }
+            out.add(new Batch(in.slice(pos, (int) size).order(ByteOrder.BIG_ENDIAN)));
+            pos += (int) size;
+        }
+        return out;
+    }
+}

@@ -1,0 +1,124 @@
+package io.rdma4j.kafka;
+
+import io.rdma4j.core.metrics.OperationType;
+import io.rdma4j.kafka.exporter.BrokerExporterReporter;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Future;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** The exporter running inside a real broker process as a metrics reporter serves RDMA consumers. */
+class BrokerExporterReporterTest {
+
+    @Test
+    void brokerPluginExportsTheLogToRdmaConsumers(@TempDir Path dir) throws Exception {
+        int port = KafkaBrokerProcess.freePort();
+        String topic = "plugin-topic";
+        // A real broker process configured as a user would: the plugin learns log.dirs and its Admin bootstrap
+        // from the broker's own server.properties.
+        try (KafkaBrokerProcess broker = KafkaBrokerProcess.start(dir, "broker-plugin", Map.of(
+                "metric.reporters", BrokerExporterReporter.class.getName(),
+                "rdma.exporter.listen.address", "127.0.0.1:" + port,
+                "rdma.exporter.watermark.interval.ms", "20",
+                "rdma.provider", "tcp"))) {
+            assertThat(accepts(port)).as("the broker started the exporter on its port\n%s", broker.logTail()).isTrue();
+            String bootstrap = broker.bootstrapServers();
+            try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+                admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get();
+                RdmaKafkaConsumerTest.awaitLeaders(admin, Map.of(new TopicPartition(topic, 0), OffsetSpec.latest(),
+                        new TopicPartition(topic, 1), OffsetSpec.latest()));
+            }
+            Map<String, Object> producer = Map.of("bootstrap.servers", bootstrap,
+                    "key.serializer", StringSerializer.class, "value.serializer", StringSerializer.class);
+            List<Future<RecordMetadata>> acks = new ArrayList<>();
+            try (KafkaProducer<String, String> p = new KafkaProducer<>(producer)) {
+                for (int i = 0; i < 2000; i++) {
+                    acks.add(p.send(new ProducerRecord<>(topic, "k" + i, RdmaKafkaConsumerTest.value(i, 300))));
+                }
+            }
+            for (Future<RecordMetadata> ack : acks) {
+                ack.get();
+            }
+            Map<String, Object> consumer = new HashMap<>(Map.of("bootstrap.servers", bootstrap,
+                    "key.deserializer", StringDeserializer.class, "value.deserializer", StringDeserializer.class,
+                    "enable.auto.commit", "false"));
+            List<RdmaKafkaConsumerTest.Seen> plain = readAll(new KafkaConsumer<>(consumer), topic);
+            consumer.put("rdma.fetch.enabled", "true");
+            consumer.put("rdma.exporter.address", "127.0.0.1:" + port);
+            consumer.put("rdma.provider", "tcp");
+            try (Consumer<String, String> c = RdmaConsumerFactory.create(consumer, null, null)) {
+                assertThat(readAll(c, topic)).as("records by RDMA\n%s", broker.logTail()).isEqualTo(plain).hasSize(2000);
+                RdmaKafkaConsumer<String, String> rdma = (RdmaKafkaConsumer<String, String>) c;
+                assertThat(rdma.transportMetrics().snapshot(OperationType.READ).count()).as("RDMA READs\n%s", broker.logTail()).isPositive();
+                assertThat(rdma.rdmaRecords()).as("records that came by RDMA\n%s", broker.logTail()).isEqualTo(2000);
+            }
+            broker.stopGracefully();
+            assertThat(accepts(port)).as("the exporter stopped with the broker\n%s", broker.logTail()).isFalse();
+            assertThat(broker.output()).as("the broker ran one exporter (combined mode has two roles) and closed it")
+                    .containsOnlyOnce("rdma4j log exporter started in the broker on")
+                    .containsOnlyOnce("rdma4j log exporter in the broker stopped");
+        }
+    }
+
+    @Test
+    void controllerOnlyNodeDoesNotExportAndUnknownAddressIsExplained() {
+        BrokerExporterReporter controllerOnly = new BrokerExporterReporter();
+        controllerOnly.configure(Map.of("process.roles", "controller", "log.dirs", "/nonexistent-controller-dir"));
+        assertThat(BrokerExporterReporter.running("/nonexistent-controller-dir")).isNull();
+        controllerOnly.close();
+        assertThatThrownBy(() -> new BrokerExporterReporter().configure(Map.of("process.roles", "broker",
+                "log.dirs", "/tmp/x", "listeners", "PLAINTEXT://:0")))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("rdma.exporter.bootstrap.servers");
+    }
+
+    /** Whether something listens on the loopback port: the exporter, in the broker's JVM. */
+    private static boolean accepts(int port) {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", port), 2000);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static List<RdmaKafkaConsumerTest.Seen> readAll(Consumer<String, String> c, String topic) {
+        try (c) {
+            List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            List<RdmaKafkaConsumerTest.Seen> all = new ArrayList<>();
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (all.size() < 2000 && System.nanoTime() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                    all.add(RdmaKafkaConsumerTest.Seen.of(r));
+                }
+            }
+            all.sort(java.util.Comparator.comparing(RdmaKafkaConsumerTest.Seen::partition)); // stable: keeps per-partition order
+            return all;
+        }
+    }
+}

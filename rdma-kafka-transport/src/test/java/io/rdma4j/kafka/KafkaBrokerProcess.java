@@ -1,0 +1,183 @@
+package io.rdma4j.kafka;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.common.Uuid;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * A real Kafka KRaft combined-mode node (broker and controller) in a child JVM started as a user starts one:
+ * {@code kafka-storage format}, then {@code kafka-server-start server.properties}, with this JVM's class path
+ * (which holds the broker jars of the test kit and this module's classes). Its output goes to a file under
+ * {@code target/} whose tail {@link #logTail()} gives for assertion messages.
+ */
+final class KafkaBrokerProcess implements AutoCloseable {
+
+    private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
+    private static final Duration STOP_TIMEOUT = Duration.ofSeconds(30);
+
+    private final Path log;
+    private final int brokerPort;
+    private Process process;
+
+    private KafkaBrokerProcess(Path log, int brokerPort) {
+        this.log = log;
+        this.brokerPort = brokerPort;
+    }
+
+    /**
+     * Formats {@code dir/logs} and starts the node with {@code extra} added to its {@code server.properties};
+     * returns once an Admin client can describe the cluster. The caller closes it, which kills the child if it is
+     * still running.
+     */
+    static KafkaBrokerProcess start(Path dir, String name, Map<String, String> extra) throws Exception {
+        int brokerPort = freePort();
+        int controllerPort = freePort();
+        Map<String, String> props = new LinkedHashMap<>();
+        props.put("process.roles", "broker,controller");
+        props.put("node.id", "1");
+        props.put("controller.quorum.voters", "1@127.0.0.1:" + controllerPort);
+        props.put("listeners", "PLAINTEXT://127.0.0.1:" + brokerPort + ",CONTROLLER://127.0.0.1:" + controllerPort);
+        props.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + brokerPort);
+        props.put("controller.listener.names", "CONTROLLER");
+        props.put("inter.broker.listener.name", "PLAINTEXT");
+        props.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+        props.put("log.dirs", dir.resolve("logs").toString());
+        props.put("offsets.topic.replication.factor", "1");
+        props.put("transaction.state.log.replication.factor", "1");
+        props.put("transaction.state.log.min.isr", "1");
+        props.put("group.initial.rebalance.delay.ms", "0");
+        props.putAll(extra);
+        Path serverProperties = dir.resolve("server.properties");
+        StringBuilder text = new StringBuilder();
+        props.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
+        Files.writeString(serverProperties, text);
+
+        Path logDir = Path.of("target", "broker-process");
+        Files.createDirectories(logDir);
+        KafkaBrokerProcess broker = new KafkaBrokerProcess(logDir.resolve(name + ".log").toAbsolutePath(), brokerPort);
+        Files.deleteIfExists(broker.log);
+        try {
+            Process format = broker.launch("kafka.tools.StorageTool", "format",
+                    "-t", Uuid.randomUuid().toString(), "-c", serverProperties.toString());
+            try {
+                if (!format.waitFor(START_TIMEOUT.toSeconds(), TimeUnit.SECONDS) || format.exitValue() != 0) {
+                    throw new IllegalStateException("formatting the storage failed\n" + broker.logTail());
+                }
+            } finally {
+                stop(format);
+            }
+            broker.process = broker.launch("kafka.Kafka", serverProperties.toString());
+            broker.awaitReady();
+            return broker;
+        } catch (Exception | Error e) {
+            broker.close();
+            throw e;
+        }
+    }
+
+    String bootstrapServers() {
+        return "127.0.0.1:" + brokerPort;
+    }
+
+    /** Stops the node as {@code kafka-server-stop} does (SIGTERM, so shutdown hooks close the plugins) and waits. */
+    void stopGracefully() throws InterruptedException {
+        process.destroy();
+        if (!process.waitFor(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
+            throw new IllegalStateException("the broker did not stop within " + STOP_TIMEOUT + " of SIGTERM\n" + logTail());
+        }
+    }
+
+    /** The last lines the child printed, for failure messages. */
+    String logTail() {
+        try {
+            List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
+            return "--- last lines of " + log + " ---\n"
+                    + String.join("\n", lines.subList(Math.max(0, lines.size() - 60), lines.size()));
+        } catch (IOException e) {
+            return "(no broker output at " + log + ": " + e + ")";
+        }
+    }
+
+    /** Everything the child printed. */
+    String output() throws IOException {
+        return Files.readString(log, StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        if (process != null) {
+            stop(process);
+        }
+    }
+
+    private Process launch(String mainClass, String... args) throws IOException {
+        List<String> command = new ArrayList<>(List.of(
+                ProcessHandle.current().info().command().orElseThrow(() -> new IllegalStateException("cannot tell this JVM's java binary")),
+                "--enable-native-access=ALL-UNNAMED", "-Xmx512m",
+                "-cp", System.getProperty("java.class.path"),
+                mainClass));
+        command.addAll(List.of(args));
+        try (OutputStream header = Files.newOutputStream(log, java.nio.file.StandardOpenOption.CREATE,
+                java.nio.file.StandardOpenOption.APPEND)) {
+            header.write(("=== " + String.join(" ", command.subList(command.size() - args.length - 1, command.size())) + "\n")
+                    .getBytes(StandardCharsets.UTF_8));
+        }
+        return new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+    }
+
+    private void awaitReady() throws Exception {
+        long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrapServers(),
+                "request.timeout.ms", "2000", "default.api.timeout.ms", "2000"))) {
+            while (true) {
+                if (!process.isAlive()) {
+                    throw new IllegalStateException("the broker exited with " + process.exitValue() + "\n" + logTail());
+                }
+                try {
+                    if (!admin.describeCluster().nodes().get(2, TimeUnit.SECONDS).isEmpty()) {
+                        return;
+                    }
+                } catch (ExecutionException | TimeoutException e) {
+                    // not up yet
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("the broker did not answer describeCluster within " + START_TIMEOUT + "\n" + logTail());
+                }
+                Thread.sleep(200);
+            }
+        }
+    }
+
+    /** Asks politely, then insists, so no child outlives the test. */
+    private static void stop(Process p) throws InterruptedException {
+        if (!p.isAlive()) {
+            return;
+        }
+        p.destroy();
+        if (!p.waitFor(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            p.waitFor(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+        }
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+}

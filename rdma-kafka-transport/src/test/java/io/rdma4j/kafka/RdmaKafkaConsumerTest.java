@@ -1,0 +1,628 @@
+package io.rdma4j.kafka;
+
+import io.rdma4j.core.metrics.OperationType;
+import io.rdma4j.kafka.exporter.ExporterConfig;
+import io.rdma4j.kafka.exporter.LogExporter;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The RDMA consumer returns exactly what a plain KafkaConsumer returns, against a real 4.3.1 broker. */
+class RdmaKafkaConsumerTest {
+
+    private static KafkaTestCluster cluster;
+    private static LogExporter exporter;
+    private static Admin admin;
+
+    @BeforeAll
+    static void start() throws Exception {
+        cluster = new KafkaTestCluster();
+        exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")));
+        admin = Admin.create(Map.of("bootstrap.servers", cluster.bootstrap()));
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        if (admin != null) admin.close();
+        if (exporter != null) exporter.close();
+        if (cluster != null) cluster.close();
+    }
+
+    /** A record reduced to what must match: partition, offset, key, value, headers, timestamp. */
+    record Seen(int partition, long offset, String key, String value, List<String> headers, long timestamp) {
+        static Seen of(ConsumerRecord<String, String> r) {
+            List<String> h = new ArrayList<>();
+            for (Header header : r.headers()) {
+                h.add(header.key() + "=" + Arrays.toString(header.value()));
+            }
+            return new Seen(r.partition(), r.offset(), r.key(), r.value(), h, r.timestamp());
+        }
+    }
+
+    @Test
+    void severalPartitionsAcrossSegmentRollsMatchPlainConsumer() throws Exception {
+        String topic = topic(3, Map.of("segment.bytes", "1048576"));
+        produce(topic, 6000, 1024, Map.of());
+        assertSameAsPlain(topic, 3, 6000, Map.of());
+        assertThat(exporter.remaps()).as("growing/rolled segments were re-registered").isPositive();
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"none", "gzip", "snappy", "lz4", "zstd"})
+    void everyCompressionCodecMatchesPlainConsumer(String codec) throws Exception {
+        String topic = topic(2, Map.of());
+        produce(topic, 3000, 200, Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec, ProducerConfig.LINGER_MS_CONFIG, "5"));
+        assertSameAsPlain(topic, 2, 3000, Map.of());
+    }
+
+    @Test
+    void transactionsWithAbortsUnderBothIsolationLevels() throws Exception {
+        String topic = topic(1, Map.of());
+        Map<String, Object> p = producerProps(Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "tx-" + topic));
+        try (Producer<String, String> producer = new KafkaProducer<>(p)) {
+            producer.initTransactions();
+            for (int t = 0; t < 10; t++) {
+                producer.beginTransaction();
+                for (int i = 0; i < 50; i++) {
+                    producer.send(new ProducerRecord<>(topic, "k" + i, "tx" + t + "-" + i));
+                }
+                producer.flush(); // so aborted records reach the log (abort drops unsent ones)
+                if (t % 3 == 1) {
+                    producer.abortTransaction();
+                } else {
+                    producer.commitTransaction();
+                }
+            }
+        }
+        // read_uncommitted: aborted records are returned too, control batches skipped, all by RDMA.
+        assertSameAsPlain(topic, 1, 500, Map.of());
+        // read_committed: the documented fallback to the normal fetch path; results still identical.
+        List<Seen> plain = consume(plainConsumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed")), topic, 1, 350);
+        try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+            assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaActive()).isFalse();
+            assertThat(consume(c, topic, 1, 350)).isEqualTo(plain);
+        }
+        assertThat(plain).hasSize(350);
+    }
+
+    @Test
+    void seeksBackwardAndForward() throws Exception {
+        String topic = topic(1, Map.of());
+        produce(topic, 2000, 100, Map.of());
+        TopicPartition tp = new TopicPartition(topic, 0);
+        // Seeks are what this test is about: start once the exporter serves the whole partition, so the
+        // first poll cannot take the normal path just because the topic was not exported yet.
+        awaitExported(tp, 2000);
+        try (Consumer<String, String> c = rdmaConsumer(Map.of())) {
+            c.assign(List.of(tp));
+            c.seek(tp, 1500);
+            List<Seen> tail = pollUntil(c, 500);
+            assertThat(tail.getFirst().offset()).isEqualTo(1500);
+            assertThat(tail.getLast().offset()).isEqualTo(1999);
+            c.seek(tp, 10);
+            List<Seen> again = pollUntil(c, 1990);
+            assertThat(again.getFirst().offset()).isEqualTo(10);
+            assertThat(again).extracting(Seen::value).containsExactlyElementsOf(
+                    java.util.stream.IntStream.range(10, 2000).mapToObj(i -> value(i, 100)).toList());
+            assertThat(c.position(tp)).isEqualTo(2000);
+            assertRdmaRead(c);
+        }
+    }
+
+    private void awaitExported(TopicPartition tp, long highWatermark) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (exporter.exportedHighWatermark(tp) < highWatermark) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("exporter did not serve " + tp + " up to offset " + highWatermark + " within 30 s (serves "
+                        + exporter.exportedHighWatermark(tp) + ")");
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    @Test
+    void corruptBatchIsDetectedByCrcAndNeverReturned() throws Exception {
+        String topic = topic(1, Map.of());
+        produce(topic, 1000, 100, Map.of());
+        // An exporter that exports a copy of every segment with one byte flipped inside the first batch's records.
+        try (LogExporter tampering = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")),
+                (file, channel, size, arena) -> {
+                    MemorySegment copy = arena.allocate(size, 8);
+                    copy.copyFrom(MemorySegment.ofArray(Files.readAllBytes(file)).asSlice(0, size));
+                    if (file.getParent().getFileName().toString().startsWith(topic) && size > 100) {
+                        copy.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 80, (byte) (copy.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 80) ^ 0x5a));
+                    }
+                    return copy;
+                })) {
+            List<Seen> plain = consume(plainConsumer(Map.of()), topic, 1, 1000);
+            try (Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", address(tampering)))) {
+                List<Seen> got = consume(c, topic, 1, 1000);
+                RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
+                assertThat(r.crcFailures()).as("the flipped byte was caught by the CRC").isPositive();
+                assertThat(got).as("the corrupt batch was fetched through Kafka instead").isEqualTo(plain);
+                assertThat(r.transportMetrics().snapshot(OperationType.READ).bytes()).isPositive();
+            }
+        }
+    }
+
+    @Test
+    void exporterKilledAndRestartedMidStreamLosesNothing() throws Exception {
+        String topic = topic(1, Map.of());
+        produce(topic, 1000, 100, Map.of());
+        int port;
+        try (var s = new java.net.ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        String listen = "127.0.0.1:" + port;
+        LogExporter own = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps(listen)));
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", listen, "rdma.fetch.fallback.backoff.ms", "200"))) {
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            List<Seen> got = new ArrayList<>(pollUntil(c, 1000));
+            long readBytesBefore = ((RdmaKafkaConsumer<String, String>) c).transportMetrics().snapshot(OperationType.READ).bytes();
+            assertThat(readBytesBefore).isPositive();
+            own.close(); // killed mid-stream
+            produce(topic, 500, 100, Map.of());
+            got.addAll(pollUntil(c, 500)); // served by the normal fetch path meanwhile
+            own = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps(listen)));
+            Thread.sleep(300);
+            produce(topic, 500, 100, Map.of());
+            got.addAll(pollUntil(c, 500));
+            assertThat(got).extracting(Seen::offset).containsExactlyElementsOf(
+                    java.util.stream.LongStream.range(0, 2000).boxed().toList());
+            assertThat(((RdmaKafkaConsumer<String, String>) c).transportMetrics().snapshot(OperationType.READ).bytes())
+                    .as("RDMA reads resumed against the restarted exporter").isGreaterThan(readBytesBefore);
+        } finally {
+            own.close();
+        }
+    }
+
+    @Test
+    void interceptorsSeeEveryRecordAndCommit() throws Exception {
+        String topic = topic(1, Map.of());
+        produce(topic, 300, 50, Map.of());
+        CountingInterceptor.consumed.set(0);
+        CountingInterceptor.commits.set(0);
+        try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.INTERCEPTOR_CLASSES_CONFIG, CountingInterceptor.class.getName(),
+                ConsumerConfig.GROUP_ID_CONFIG, "g-" + topic))) {
+            c.subscribe(List.of(topic));
+            List<Seen> got = pollUntil(c, 300);
+            c.commitSync();
+            assertThat(got).hasSize(300);
+            assertThat(CountingInterceptor.consumed.get()).isEqualTo(300);
+            assertThat(CountingInterceptor.commits.get()).isPositive();
+            assertThat(c.committed(java.util.Set.of(new TopicPartition(topic, 0))).get(new TopicPartition(topic, 0)).offset()).isEqualTo(300);
+            assertRdmaRead(c);
+        }
+    }
+
+    public static final class CountingInterceptor implements org.apache.kafka.clients.consumer.ConsumerInterceptor<String, String> {
+        static final AtomicInteger consumed = new AtomicInteger();
+        static final AtomicInteger commits = new AtomicInteger();
+        @Override public org.apache.kafka.clients.consumer.ConsumerRecords<String, String> onConsume(
+                org.apache.kafka.clients.consumer.ConsumerRecords<String, String> records) {
+            consumed.addAndGet(records.count());
+            return records;
+        }
+        @Override public void onCommit(Map<TopicPartition, org.apache.kafka.clients.consumer.OffsetAndMetadata> offsets) {
+            commits.incrementAndGet();
+        }
+        @Override public void close() { }
+        @Override public void configure(Map<String, ?> configs) { }
+    }
+
+    @Test
+    void factoryReturnsPlainKafkaConsumerWhenDisabled() {
+        Map<String, Object> p = new HashMap<>(consumerProps(Map.of()));
+        p.put("rdma.fetch.enabled", "false");
+        try (Consumer<String, String> c = RdmaConsumerFactory.create(p, new StringDeserializer(), new StringDeserializer())) {
+            assertThat(c).isInstanceOf(KafkaConsumer.class);
+        }
+    }
+
+    @Test
+    void secondGroupMemberJoiningMidStreamLosesNothing() throws Exception {
+        String topic = topic(4, Map.of());
+        produce(topic, 4000, 100, Map.of());
+        String group = "g-" + topic;
+        Map<String, Object> member = Map.of(ConsumerConfig.GROUP_ID_CONFIG, group, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100");
+        List<Seen> got = new ArrayList<>();
+        // Records whose commit failed (a rebalance in progress): a KafkaConsumer may deliver exactly these twice.
+        java.util.Set<String> uncommitted = new java.util.HashSet<>();
+        try (Consumer<String, String> a = rdmaConsumer(member); Consumer<String, String> b = rdmaConsumer(member)) {
+            a.subscribe(List.of(topic));
+            while (got.size() < 1000) {
+                pollAndCommit(a, got, uncommitted);
+            }
+            assertThat(a.assignment()).as("the first member owns every partition").hasSize(4);
+            b.subscribe(List.of(topic)); // joins mid-stream: the group rebalances
+            produce(topic, 2000, 100, Map.of());
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (distinct(got) < 6000 && System.nanoTime() < deadline) {
+                pollAndCommit(a, got, uncommitted);
+                pollAndCommit(b, got, uncommitted);
+            }
+            pollAndCommit(a, got, uncommitted);
+            pollAndCommit(b, got, uncommitted);
+            assertThat(a.assignment()).as("partitions split after the rebalance").hasSizeBetween(1, 3);
+            assertThat(b.assignment()).hasSize(4 - a.assignment().size());
+            assertRdmaRead(a);
+            assertRdmaRead(b);
+            assertThat(((RdmaKafkaConsumer<String, String>) b).rdmaRecords()).as("the joiner read by RDMA").isPositive();
+        }
+        List<Seen> plain = consume(plainConsumer(Map.of()), topic, 4, 6000);
+        assertThat(new java.util.HashSet<>(got)).as("union of both members equals the topic").isEqualTo(new java.util.HashSet<>(plain));
+        Map<String, Integer> times = new HashMap<>();
+        got.forEach(s -> times.merge(s.partition() + "@" + s.offset(), 1, Integer::sum));
+        times.forEach((k, n) -> {
+            if (n > 1) {
+                assertThat(uncommitted).as("duplicate " + k + " only where a commit failed").contains(k);
+            }
+        });
+        for (int p = 0; p < 4; p++) {
+            int part = p;
+            List<Long> offsets = got.stream().filter(s -> s.partition() == part).map(Seen::offset).toList();
+            for (int i = 1; i < offsets.size(); i++) {
+                if (offsets.get(i) <= offsets.get(i - 1)) {
+                    assertThat(uncommitted).as("offsets go back only to redeliver uncommitted records")
+                            .contains(part + "@" + offsets.get(i));
+                }
+            }
+        }
+    }
+
+    private static void pollAndCommit(Consumer<String, String> c, List<Seen> sink, java.util.Set<String> uncommitted) {
+        List<Seen> batch = new ArrayList<>();
+        c.poll(Duration.ofMillis(100)).forEach(r -> batch.add(Seen.of(r)));
+        sink.addAll(batch);
+        try {
+            c.commitSync();
+        } catch (org.apache.kafka.common.errors.RebalanceInProgressException
+                 | org.apache.kafka.clients.consumer.CommitFailedException e) {
+            batch.forEach(s -> uncommitted.add(s.partition() + "@" + s.offset()));
+        }
+    }
+
+    private static long distinct(List<Seen> seen) {
+        return seen.stream().map(s -> s.partition() + "@" + s.offset()).distinct().count();
+    }
+
+    @Test
+    void retentionDeletingSegmentsWhileConsuming() throws Exception {
+        String topic = topic(1, Map.of("segment.bytes", "1048576"));
+        produce(topic, 6000, 1024, Map.of());
+        List<Seen> reference = consume(plainConsumer(Map.of()), topic, 1, 6000);
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "300",
+                "rdma.fetch.fallback.backoff.ms", "200"));
+             Consumer<String, String> plain = plainConsumer(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "300"))) {
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            plain.assign(List.of(tp));
+            plain.seekToBeginning(List.of(tp));
+            List<Seen> got = pollAtLeast(c, 1500);
+            List<Seen> plainGot = pollAtLeast(plain, 1500);
+            long rdmaStop = c.position(tp);
+            long plainStop = plain.position(tp);
+            long readBefore = ((RdmaKafkaConsumer<String, String>) c).transportMetrics().snapshot(OperationType.READ).count();
+            // Retention now keeps about 2 of the ~6 segments: the one both consumers are reading goes.
+            admin.incrementalAlterConfigs(Map.of(new org.apache.kafka.common.config.ConfigResource(
+                    org.apache.kafka.common.config.ConfigResource.Type.TOPIC, topic), List.of(new org.apache.kafka.clients.admin.AlterConfigOp(
+                    new org.apache.kafka.clients.admin.ConfigEntry("retention.bytes", "2097152"),
+                    org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET)))).all().get();
+            long logStart = awaitLogStartAbove(tp, Math.max(rdmaStop, plainStop));
+            got.addAll(pollToEnd(c, tp, 6000));
+            plainGot.addAll(pollToEnd(plain, tp, 6000));
+            // Each consumer returns the log up to some offset (a KafkaConsumer may return records it prefetched
+            // before the deletion), then jumps (auto.offset.reset=earliest) and returns every retained record.
+            assertPrefixThenRetainedTail(plainGot, reference, plainStop, logStart);
+            assertPrefixThenRetainedTail(got, reference, rdmaStop, logStart);
+            assertThat(((RdmaKafkaConsumer<String, String>) c).transportMetrics().snapshot(OperationType.READ).count())
+                    .as("RDMA reads went on after the deletion").isGreaterThan(readBefore);
+        }
+    }
+
+    private static void assertPrefixThenRetainedTail(List<Seen> got, List<Seen> reference, long readBefore, long logStart) {
+        for (int i = 0; i < got.size(); i++) {
+            Seen s = got.get(i);
+            assertThat(s).as("record at offset " + s.offset()).isEqualTo(reference.get((int) s.offset()));
+            if (i > 0) {
+                long prev = got.get(i - 1).offset();
+                assertThat(s.offset()).as("offsets increase; a gap only up to the new log start").isGreaterThan(prev)
+                        .satisfiesAnyOf(o -> assertThat(o).isEqualTo(prev + 1), o -> assertThat(o).isLessThanOrEqualTo(logStart));
+            }
+        }
+        assertThat(got.getFirst().offset()).isZero();
+        assertThat(got.stream().filter(s -> s.offset() < readBefore).count()).as("nothing lost before the deletion").isEqualTo(readBefore);
+        assertThat(got.getLast().offset()).isEqualTo(reference.getLast().offset());
+    }
+
+    /** Polls until the position reaches {@code end}. */
+    static List<Seen> pollToEnd(Consumer<String, String> c, TopicPartition tp, long end) {
+        List<Seen> out = new ArrayList<>();
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (c.position(tp) < end && System.nanoTime() < deadline) {
+            c.poll(Duration.ofMillis(200)).forEach(r -> out.add(Seen.of(r)));
+        }
+        assertThat(c.position(tp)).as("position reached the end").isEqualTo(end);
+        return out;
+    }
+
+    private long awaitLogStartAbove(TopicPartition tp, long offset) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (System.nanoTime() < deadline) {
+            long start = admin.listOffsets(Map.of(tp, org.apache.kafka.clients.admin.OffsetSpec.earliest())).partitionResult(tp).get().offset();
+            if (start > offset) {
+                Thread.sleep(1500); // past file.delete.delay.ms: the segment files are gone too
+                return start;
+            }
+            Thread.sleep(100);
+        }
+        throw new AssertionError("retention never deleted the segment holding offset " + offset);
+    }
+
+    @Test
+    void compactedTopicMatchesPlainConsumerAfterCompaction() throws Exception {
+        String topic = topic(1, Map.of("cleanup.policy", "compact", "segment.ms", "200", "min.cleanable.dirty.ratio", "0.01",
+                "delete.retention.ms", "100", "min.compaction.lag.ms", "0"));
+        TopicPartition tp = new TopicPartition(topic, 0);
+        // 50 keys written 5 times a round; segment.ms rolls a segment per round, so the cleaner has work.
+        for (int round = 0; round < 8; round++) {
+            produceKeys(topic, 50, 5, round);
+            Thread.sleep(250);
+        }
+        List<Seen> compacted = awaitCompaction(topic, 2000);
+        // A fresh RDMA consumer over the compacted log equals the plain consumer.
+        try (Consumer<String, String> c = rdmaConsumer(Map.of())) {
+            assertThat(consume(c, topic, 1, compacted.size())).isEqualTo(compacted);
+            assertRdmaRead(c);
+            assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords()).isEqualTo(compacted.size());
+        }
+        // Compaction while an RDMA consumer is mid-stream: its segments are replaced under it.
+        try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "20"))) {
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            List<Seen> got = pollAtLeast(c, 20);
+            int readBefore = got.size();
+            assertThat(got).isEqualTo(compacted.subList(0, readBefore));
+            long position = c.position(tp);
+            for (int round = 8; round < 12; round++) {
+                produceKeys(topic, 50, 5, round);
+                Thread.sleep(250);
+            }
+            produceKeys(topic, 50, 1, 99); // rolls the last segment of the rounds, so it is cleanable too
+            List<Seen> after = awaitCompaction(topic, compacted.size() + 1050);
+            List<Seen> expectedRest = after.stream().filter(s -> s.offset() >= position).toList();
+            got.addAll(pollUntil(c, expectedRest.size()));
+            assertThat(got.subList(readBefore, got.size())).as("after compaction the RDMA consumer sees the compacted log")
+                    .isEqualTo(expectedRest);
+            assertRdmaRead(c);
+            assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords()).as("post-compaction records came by RDMA")
+                    .isGreaterThan(readBefore);
+        }
+    }
+
+    private void produceKeys(String topic, int keys, int times, int round) throws Exception {
+        List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> acks = new ArrayList<>();
+        try (Producer<String, String> p = new KafkaProducer<>(producerProps(Map.of()))) {
+            for (int t = 0; t < times; t++) {
+                for (int k = 0; k < keys; k++) {
+                    acks.add(p.send(new ProducerRecord<>(topic, "key" + k, "r" + round + "-t" + t + "-" + value(k, 100))));
+                }
+            }
+        }
+        for (var ack : acks) {
+            ack.get();
+        }
+    }
+
+    /** Waits until the cleaner has removed most superseded records and is done; returns the compacted log. */
+    private List<Seen> awaitCompaction(String topic, int produced) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        int last = -1;
+        while (System.nanoTime() < deadline) {
+            int n = countRecords(topic);
+            if (n < produced / 2 && n == last) {
+                return consume(plainConsumer(Map.of()), topic, 1, n);
+            }
+            last = n;
+            Thread.sleep(700);
+        }
+        throw new AssertionError("the log cleaner never compacted " + topic);
+    }
+
+    private int countRecords(String topic) {
+        try (Consumer<String, String> c = plainConsumer(Map.of())) {
+            TopicPartition tp = new TopicPartition(topic, 0);
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            long end = c.endOffsets(List.of(tp)).get(tp);
+            int n = 0;
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (c.position(tp) < end && System.nanoTime() < deadline) {
+                n += c.poll(Duration.ofMillis(200)).count();
+            }
+            return n;
+        }
+    }
+
+    // ---- helpers ----
+
+    static String address(LogExporter e) {
+        return "127.0.0.1:" + e.address().getPort();
+    }
+
+    private void assertSameAsPlain(String topic, int partitions, int expected, Map<String, Object> extra) {
+        List<Seen> plain = consume(plainConsumer(extra), topic, partitions, expected);
+        try (Consumer<String, String> c = rdmaConsumer(extra)) {
+            List<Seen> got = consume(c, topic, partitions, expected);
+            assertThat(got).hasSize(plain.size()).isEqualTo(plain);
+            assertRdmaRead(c);
+            assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords()).as("records came by RDMA").isEqualTo(expected);
+        }
+        assertThat(plain).hasSize(expected);
+    }
+
+    static void assertRdmaRead(Consumer<String, String> c) {
+        var read = ((RdmaKafkaConsumer<String, String>) c).transportMetrics().snapshot(OperationType.READ);
+        assertThat(read.count()).as("RDMA READ operations").isPositive();
+        assertThat(read.bytes()).as("RDMA READ bytes").isPositive();
+    }
+
+    /** All records of the topic, per partition in order, partitions in ascending order. */
+    private static List<Seen> consume(Consumer<String, String> c, String topic, int partitions, int expected) {
+        try (c) {
+            List<TopicPartition> tps = java.util.stream.IntStream.range(0, partitions).mapToObj(p -> new TopicPartition(topic, p)).toList();
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            List<Seen> all = pollUntil(c, expected);
+            List<Seen> sorted = new ArrayList<>();
+            for (int p = 0; p < partitions; p++) {
+                int part = p;
+                all.stream().filter(s -> s.partition() == part).forEach(sorted::add); // keeps per-partition order
+            }
+            return sorted;
+        }
+    }
+
+    /** Polls until at least {@code count} records came (the topic holds more); returns them all. */
+    static List<Seen> pollAtLeast(Consumer<String, String> c, int count) {
+        List<Seen> out = new ArrayList<>();
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (out.size() < count && System.nanoTime() < deadline) {
+            c.poll(Duration.ofMillis(200)).forEach(r -> out.add(Seen.of(r)));
+        }
+        assertThat(out.size()).as("records consumed").isGreaterThanOrEqualTo(count);
+        return out;
+    }
+
+    static List<Seen> pollUntil(Consumer<String, String> c, int count) {
+        List<Seen> out = new ArrayList<>();
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (out.size() < count && System.nanoTime() < deadline) {
+            c.poll(Duration.ofMillis(200)).forEach(r -> out.add(Seen.of(r)));
+        }
+        // One more poll: nothing beyond what was expected may show up (no duplicates).
+        c.poll(Duration.ofMillis(300)).forEach(r -> out.add(Seen.of(r)));
+        assertThat(out).as("records consumed").hasSize(count);
+        return out;
+    }
+
+    String topic(int partitions, Map<String, String> configs) throws Exception {
+        String name = "t-" + UUID.randomUUID().toString().substring(0, 8);
+        admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs))).all().get();
+        // createTopics returns once the controller has the topic, before the broker acts as its leader. A produce
+        // in that window fails NOT_LEADER, and the idempotent producer's retry of its first batch then meets
+        // OUT_OF_ORDER_SEQUENCE forever (later batches were appended meanwhile) until delivery.timeout.ms drops it.
+        // ListOffsets is answered only by the partition's leader, so it returning means the leader is ready.
+        Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> latest = new HashMap<>();
+        for (int p = 0; p < partitions; p++) {
+            latest.put(new TopicPartition(name, p), org.apache.kafka.clients.admin.OffsetSpec.latest());
+        }
+        awaitLeaders(admin, latest);
+        return name;
+    }
+
+    /** Retries ListOffsets until every partition's leader answers (the Admin metadata may not know the topic yet). */
+    static void awaitLeaders(Admin admin, Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> partitions) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (true) {
+            try {
+                admin.listOffsets(partitions).all().get();
+                return;
+            } catch (java.util.concurrent.ExecutionException e) {
+                if (!(e.getCause() instanceof org.apache.kafka.common.errors.RetriableException) || System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(50);
+            }
+        }
+    }
+
+    static String value(int i, int size) {
+        String prefix = "v" + i + "-";
+        return prefix + "x".repeat(Math.max(0, size - prefix.length()));
+    }
+
+    /** Produces and checks that every record was acknowledged, so a lost send fails here and not as a short consume. */
+    void produce(String topic, int count, int size, Map<String, Object> extra) throws Exception {
+        List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> acks = new ArrayList<>();
+        try (Producer<String, String> p = new KafkaProducer<>(producerProps(extra))) {
+            for (int i = 0; i < count; i++) {
+                ProducerRecord<String, String> r = new ProducerRecord<>(topic, null, "k" + i, value(i, size));
+                if (i % 7 == 0) {
+                    r.headers().add("h", ("hv" + i).getBytes(StandardCharsets.UTF_8));
+                }
+                acks.add(p.send(r));
+            }
+            p.flush();
+        }
+        for (var ack : acks) {
+            ack.get(); // throws the send's failure
+        }
+    }
+
+    private Map<String, Object> producerProps(Map<String, Object> extra) {
+        Map<String, Object> p = new HashMap<>();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, cluster.bootstrap());
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class);
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class);
+        p.putAll(extra);
+        return p;
+    }
+
+    private Map<String, Object> consumerProps(Map<String, Object> extra) {
+        Map<String, Object> p = new HashMap<>();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, cluster.bootstrap());
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.putAll(extra);
+        return p;
+    }
+
+    private Consumer<String, String> plainConsumer(Map<String, Object> extra) {
+        return new KafkaConsumer<>(consumerProps(extra));
+    }
+
+    private Consumer<String, String> rdmaConsumer(Map<String, Object> extra) {
+        Map<String, Object> p = new HashMap<>(consumerProps(Map.of()));
+        p.put("rdma.fetch.enabled", "true");
+        p.put("rdma.exporter.address", address(exporter));
+        p.put("rdma.provider", "tcp");
+        p.putAll(extra);
+        return RdmaConsumerFactory.create(p, null, null);
+    }
+}

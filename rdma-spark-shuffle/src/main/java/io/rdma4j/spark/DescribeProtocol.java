@@ -1,0 +1,102 @@
+package io.rdma4j.spark;
+
+import io.rdma4j.core.ProtocolException;
+import io.rdma4j.core.RegionDescriptor;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/** The two-sided "describe map outputs" exchange between a reducer and a map output's executor. */
+final class DescribeProtocol {
+
+    private static final int REQUEST_MAGIC = 0x52344A53; // "R4JS"
+    private static final int REPLY_MAGIC = 0x52344A52;   // "R4JR"
+    private static final int PRESENT = 1;
+    private static final int HAS_DATA = 2;
+    private static final int HAS_CHECKSUMS = 4;
+    /** Worst-case bytes of one map output in a reply. */
+    static final int REPLY_ENTRY_SIZE = 8 + 1 + 3 * RegionDescriptor.SERIALIZED_SIZE;
+
+    private DescribeProtocol() {
+    }
+
+    record Request(int shuffleId, long[] mapIds) { }
+
+    /** A map output's regions; {@code data} is null for an empty data file, {@code checksums} when checksums are off. */
+    record MapOutput(long mapId, boolean present, RegionDescriptor index, RegionDescriptor data, RegionDescriptor checksums) {
+        static MapOutput missing(long mapId) {
+            return new MapOutput(mapId, false, null, null, null);
+        }
+    }
+
+    /** How many map ids fit in one request so that the reply fits a message. */
+    static int maxMapsPerRequest(int maxMessageSize) {
+        return Math.max(1, Math.min((maxMessageSize - 12) / 8, (maxMessageSize - 8) / REPLY_ENTRY_SIZE));
+    }
+
+    static ByteBuffer encodeRequest(int shuffleId, long[] mapIds) {
+        ByteBuffer b = ByteBuffer.allocate(12 + 8 * mapIds.length);
+        b.putInt(REQUEST_MAGIC).putInt(shuffleId).putInt(mapIds.length);
+        for (long id : mapIds) {
+            b.putLong(id);
+        }
+        return b.flip();
+    }
+
+    static Request decodeRequest(ByteBuffer b) {
+        if (b.remaining() < 12 || b.getInt() != REQUEST_MAGIC) {
+            throw new ProtocolException("not an rdma4j shuffle describe request");
+        }
+        int shuffleId = b.getInt();
+        int count = b.getInt();
+        if (count < 0 || b.remaining() != 8L * count) {
+            throw new ProtocolException("describe request announces " + count + " maps but carries " + b.remaining() + " bytes");
+        }
+        long[] ids = new long[count];
+        for (int i = 0; i < count; i++) {
+            ids[i] = b.getLong();
+        }
+        return new Request(shuffleId, ids);
+    }
+
+    static ByteBuffer encodeReply(List<MapOutput> outputs) {
+        ByteBuffer b = ByteBuffer.allocate(8 + REPLY_ENTRY_SIZE * outputs.size());
+        b.putInt(REPLY_MAGIC).putInt(outputs.size());
+        for (MapOutput o : outputs) {
+            int flags = (o.present() ? PRESENT : 0) | (o.data() != null ? HAS_DATA : 0) | (o.checksums() != null ? HAS_CHECKSUMS : 0);
+            b.putLong(o.mapId()).put((byte) flags);
+            if (o.present()) {
+                b.put(o.index().toBytes());
+                if (o.data() != null) {
+                    b.put(o.data().toBytes());
+                }
+                if (o.checksums() != null) {
+                    b.put(o.checksums().toBytes());
+                }
+            }
+        }
+        return b.flip();
+    }
+
+    static List<MapOutput> decodeReply(ByteBuffer b) {
+        if (b.remaining() < 8 || b.getInt() != REPLY_MAGIC) {
+            throw new ProtocolException("not an rdma4j shuffle describe reply");
+        }
+        int count = b.getInt();
+        List<MapOutput> outputs = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            long mapId = b.getLong();
+            int flags = b.get();
+            if ((flags & PRESENT) == 0) {
+                outputs.add(MapOutput.missing(mapId));
+                continue;
+            }
+            RegionDescriptor index = RegionDescriptor.fromBytes(b);
+            RegionDescriptor data = (flags & HAS_DATA) != 0 ? RegionDescriptor.fromBytes(b) : null;
+            RegionDescriptor checksums = (flags & HAS_CHECKSUMS) != 0 ? RegionDescriptor.fromBytes(b) : null;
+            outputs.add(new MapOutput(mapId, true, index, data, checksums));
+        }
+        return outputs;
+    }
+}

@@ -1,0 +1,119 @@
+package io.rdma4j.spark;
+
+import org.apache.spark.SparkEnv;
+import org.apache.spark.rpc.RpcCallContext;
+import org.apache.spark.rpc.RpcEndpointRef;
+import org.apache.spark.rpc.RpcEnv;
+import org.apache.spark.rpc.ThreadSafeRpcEndpoint;
+import org.apache.spark.util.RpcUtils;
+import scala.PartialFunction;
+import scala.reflect.ClassTag$;
+import scala.runtime.AbstractPartialFunction;
+import scala.runtime.BoxedUnit;
+
+import java.net.InetSocketAddress;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Where each executor's rdma4j listener is. Executors listen on a free port and register it with the
+ * driver over Spark's own RPC; reducers look peers up by executor id (and cache the answer).
+ */
+final class EndpointRegistry {
+
+    static final String ENDPOINT_NAME = "rdma4j-shuffle-endpoints";
+
+    /*
+     * Messages are plain strings: Spark's RPC layer deserialises replies with the executor's system class
+     * loader, which cannot see classes shipped in spark.jars.
+     */
+    private static final String REGISTER = "rdma4j-register\n";
+    private static final String LOOKUP = "rdma4j-lookup\n";
+
+    private record Location(String host, int port) { }
+
+    /** Runs on the driver. */
+    static final class DriverEndpoint implements ThreadSafeRpcEndpoint {
+        private final RpcEnv rpcEnv;
+        private final Map<String, Location> locations = new ConcurrentHashMap<>();
+
+        DriverEndpoint(RpcEnv rpcEnv) {
+            this.rpcEnv = rpcEnv;
+        }
+
+        @Override
+        public RpcEnv rpcEnv() {
+            return rpcEnv;
+        }
+
+        @Override
+        public PartialFunction<Object, BoxedUnit> receiveAndReply(RpcCallContext context) {
+            return new AbstractPartialFunction<>() {
+                @Override
+                public boolean isDefinedAt(Object message) {
+                    return message instanceof String m && (m.startsWith(REGISTER) || m.startsWith(LOOKUP));
+                }
+
+                @Override
+                public <A1, B1> B1 applyOrElse(A1 message, scala.Function1<A1, B1> otherwise) {
+                    if (!isDefinedAt(message)) {
+                        return otherwise.apply(message);
+                    }
+                    String[] parts = ((String) message).split("\n", -1);
+                    if (parts[0].equals(REGISTER.strip())) {
+                        locations.put(parts[1], new Location(parts[2], Integer.parseInt(parts[3])));
+                        context.reply(Boolean.TRUE);
+                    } else {
+                        Location l = locations.get(parts[1]);
+                        context.reply(l == null ? "" : l.host() + "\n" + l.port());
+                    }
+                    @SuppressWarnings("unchecked")
+                    B1 unit = (B1) BoxedUnit.UNIT;
+                    return unit;
+                }
+            };
+        }
+    }
+
+    private final RpcEndpointRef driver;
+    private final Map<String, InetSocketAddress> cache = new ConcurrentHashMap<>();
+
+    private EndpointRegistry(RpcEndpointRef driver) {
+        this.driver = driver;
+    }
+
+    /** Starts the registry endpoint on the driver. */
+    static RpcEndpointRef startOnDriver(SparkEnv env) {
+        return env.rpcEnv().setupEndpoint(ENDPOINT_NAME, new DriverEndpoint(env.rpcEnv()));
+    }
+
+    /** A client of the driver's registry, for an executor. */
+    static EndpointRegistry connect(SparkEnv env) {
+        return new EndpointRegistry(RpcUtils.makeDriverRef(ENDPOINT_NAME, env.conf(), env.rpcEnv()));
+    }
+
+    void register(String executorId, InetSocketAddress address) {
+        driver.askSync(REGISTER + executorId + "\n" + address.getHostString() + "\n" + address.getPort(),
+                ClassTag$.MODULE$.apply(Boolean.class));
+    }
+
+    /** The peer's rdma4j address, or null when that executor has no rdma4j endpoint. */
+    InetSocketAddress lookup(String executorId) {
+        InetSocketAddress known = cache.get(executorId);
+        if (known != null) {
+            return known;
+        }
+        String location = driver.askSync(LOOKUP + executorId, ClassTag$.MODULE$.apply(String.class));
+        if (location.isEmpty()) {
+            return null;
+        }
+        String[] hostPort = location.split("\n");
+        InetSocketAddress address = new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1]));
+        cache.put(executorId, address);
+        return address;
+    }
+
+    void forget(String executorId) {
+        cache.remove(executorId);
+    }
+}

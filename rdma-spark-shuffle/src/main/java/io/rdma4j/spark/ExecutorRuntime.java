@@ -1,0 +1,164 @@
+package io.rdma4j.spark;
+
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaListener;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.pool.RegisteredBufferPool;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.shuffle.IndexShuffleBlockResolver;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * What one executor runs for the RDMA shuffle: the transport, a listener on a free port (registered with
+ * the driver), the map output publisher, the reducers' registered buffer pool and connections to peers.
+ */
+final class ExecutorRuntime implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ExecutorRuntime.class);
+
+    private record DescribedKey(String executorId, int shuffleId, long mapId) { }
+
+    final RdmaShuffleConf conf;
+    final RdmaTransport transport;
+    final RegisteredBufferPool pool;
+    final MapOutputPublisher publisher;
+    final String executorId;
+    private final RdmaListener listener;
+    private final EndpointRegistry registry;
+    private final Map<String, RdmaConnection> connections = new ConcurrentHashMap<>();
+    private final Map<DescribedKey, DescribeProtocol.MapOutput> described = new ConcurrentHashMap<>();
+
+    private ExecutorRuntime(RdmaShuffleConf conf, RdmaTransport transport, RegisteredBufferPool pool, MapOutputPublisher publisher,
+                            String executorId, RdmaListener listener, EndpointRegistry registry) {
+        this.conf = conf;
+        this.transport = transport;
+        this.pool = pool;
+        this.publisher = publisher;
+        this.executorId = executorId;
+        this.listener = listener;
+        this.registry = registry;
+    }
+
+    static ExecutorRuntime start(RdmaShuffleConf conf, SparkEnv env, IndexShuffleBlockResolver resolver) {
+        RdmaTransport transport = RdmaTransport.open(conf.transport());
+        try {
+            RegisteredBufferPool pool = transport.createBufferPool(conf.poolConfig());
+            MapOutputPublisher publisher = new MapOutputPublisher(transport, resolver, conf);
+            String host = env.blockManager().blockManagerId().host();
+            RdmaListener listener = transport.listen(new InetSocketAddress(host, 0), publisher::serve);
+            EndpointRegistry registry = EndpointRegistry.connect(env);
+            String executorId = env.executorId();
+            registry.register(executorId, listener.localAddress());
+            LOG.info("rdma4j shuffle: executor {} serves map outputs at {} on provider {}", executorId,
+                    listener.localAddress(), transport.selection());
+            return new ExecutorRuntime(conf, transport, pool, publisher, executorId, listener, registry);
+        } catch (RuntimeException | Error e) {
+            transport.close();
+            throw e;
+        }
+    }
+
+    /** A connection to the peer executor's endpoint, opened on first use. */
+    RdmaConnection connection(String peerExecutorId) throws PeerUnreachableException {
+        RdmaConnection existing = connections.get(peerExecutorId);
+        if (existing != null && existing.isOpen()) {
+            return existing;
+        }
+        InetSocketAddress address;
+        try {
+            address = registry.lookup(peerExecutorId);
+        } catch (RuntimeException e) {
+            throw new PeerUnreachableException(peerExecutorId, "cannot ask the driver where executor " + peerExecutorId + " listens: " + e, e);
+        }
+        if (address == null) {
+            throw new PeerUnreachableException(peerExecutorId, "executor " + peerExecutorId + " has no rdma4j endpoint (its transport did not start)", null);
+        }
+        synchronized (connections) {
+            existing = connections.get(peerExecutorId);
+            if (existing != null && existing.isOpen()) {
+                return existing;
+            }
+            try {
+                RdmaConnection c = transport.connect(address).get(conf.transport().connectTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
+                connections.put(peerExecutorId, c);
+                return c;
+            } catch (ExecutionException | TimeoutException e) {
+                registry.forget(peerExecutorId);
+                Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
+                throw new PeerUnreachableException(peerExecutorId, "cannot connect to executor " + peerExecutorId + " at " + address + ": " + cause, cause);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new PeerUnreachableException(peerExecutorId, "interrupted while connecting to executor " + peerExecutorId, e);
+            }
+        }
+    }
+
+    /** Drops a broken connection so that the next reader reconnects (or learns the peer is gone). */
+    void forget(String peerExecutorId, RdmaConnection connection) {
+        connections.remove(peerExecutorId, connection);
+        connection.close();
+        registry.forget(peerExecutorId);
+    }
+
+    /**
+     * The region descriptors of the given map outputs on a peer, asking it for those not cached. The
+     * exchange holds the connection's monitor: replies come in request order only per exchange.
+     */
+    Map<Long, DescribeProtocol.MapOutput> describe(String peerExecutorId, RdmaConnection connection, int shuffleId, List<Long> mapIds)
+            throws Exception {
+        Map<Long, DescribeProtocol.MapOutput> result = new HashMap<>();
+        List<Long> missing = new java.util.ArrayList<>();
+        for (long mapId : mapIds) {
+            DescribeProtocol.MapOutput known = described.get(new DescribedKey(peerExecutorId, shuffleId, mapId));
+            if (known != null) {
+                result.put(mapId, known);
+            } else {
+                missing.add(mapId);
+            }
+        }
+        int perRequest = DescribeProtocol.maxMapsPerRequest(conf.transport().maxMessageSize());
+        long timeoutMs = conf.transport().operationTimeout().toMillis();
+        for (int from = 0; from < missing.size(); from += perRequest) {
+            List<Long> chunk = missing.subList(from, Math.min(missing.size(), from + perRequest));
+            long[] ids = chunk.stream().mapToLong(Long::longValue).toArray();
+            ByteBuffer reply;
+            synchronized (connection) {
+                connection.send(DescribeProtocol.encodeRequest(shuffleId, ids)).get(timeoutMs, TimeUnit.MILLISECONDS);
+                reply = connection.receive().get(timeoutMs, TimeUnit.MILLISECONDS);
+            }
+            for (DescribeProtocol.MapOutput o : DescribeProtocol.decodeReply(reply)) {
+                result.put(o.mapId(), o);
+                if (o.present()) {
+                    described.put(new DescribedKey(peerExecutorId, shuffleId, o.mapId()), o);
+                }
+            }
+        }
+        return result;
+    }
+
+    void unregisterShuffle(int shuffleId) {
+        described.keySet().removeIf(k -> k.shuffleId() == shuffleId);
+        publisher.unpublish(shuffleId);
+    }
+
+    @Override
+    public void close() {
+        listener.close();
+        connections.values().forEach(RdmaConnection::close);
+        connections.clear();
+        publisher.close();
+        pool.close();
+        transport.close();
+    }
+}

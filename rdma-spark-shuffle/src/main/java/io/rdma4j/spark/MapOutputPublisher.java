@@ -1,0 +1,195 @@
+package io.rdma4j.spark;
+
+import io.rdma4j.core.Access;
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.core.RegisteredRegion;
+import org.apache.spark.shuffle.IndexShuffleBlockResolver;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.Option;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Makes this executor's committed map outputs (Spark's data, index and checksum files) readable by
+ * peers: each file is mapped read-only into an arena and registered for remote read, once, and kept
+ * until the shuffle is unregistered. Also answers peers' "describe map outputs" requests with the
+ * region descriptors.
+ */
+final class MapOutputPublisher implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(MapOutputPublisher.class);
+
+    /** One committed map output, mapped and registered. Segments are null for empty files. */
+    record Published(long mapId, Arena arena, MemorySegment index, MemorySegment data, MemorySegment checksums,
+                     List<RegisteredRegion> regions, RegionDescriptor indexRegion, RegionDescriptor dataRegion,
+                     RegionDescriptor checksumRegion) {
+        void release() {
+            regions.forEach(RegisteredRegion::close);
+            arena.close();
+        }
+    }
+
+    private final RdmaTransport transport;
+    private final IndexShuffleBlockResolver resolver;
+    private final RdmaShuffleConf conf;
+    private final Map<Integer, Map<Long, Published>> published = new ConcurrentHashMap<>();
+    private volatile boolean closed;
+    /** Time spent mapping and registering map outputs, reported per shuffle (lazy vs eager registration cost). */
+    private final Map<Integer, java.util.concurrent.atomic.LongAdder> publishNanos = new ConcurrentHashMap<>();
+
+    MapOutputPublisher(RdmaTransport transport, IndexShuffleBlockResolver resolver, RdmaShuffleConf conf) {
+        this.transport = transport;
+        this.resolver = resolver;
+        this.conf = conf;
+    }
+
+    /** The published map output, mapping and registering it on first use; null when its files are gone. */
+    Published publish(int shuffleId, long mapId) {
+        if (closed) {
+            return null;
+        }
+        Map<Long, Published> maps = published.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>());
+        Published p = maps.get(mapId);
+        if (p != null) {
+            return p;
+        }
+        synchronized (maps) {
+            p = maps.get(mapId);
+            if (p == null) {
+                long start = System.nanoTime();
+                p = mapAndRegister(shuffleId, mapId);
+                publishNanos.computeIfAbsent(shuffleId, id -> new java.util.concurrent.atomic.LongAdder()).add(System.nanoTime() - start);
+                if (p != null) {
+                    maps.put(mapId, p);
+                }
+            }
+            return p;
+        }
+    }
+
+    private Published mapAndRegister(int shuffleId, long mapId) {
+        File indexFile = resolver.getIndexFile(shuffleId, mapId, Option.empty());
+        File dataFile = resolver.getDataFile(shuffleId, mapId);
+        if (!indexFile.isFile() || !dataFile.isFile()) {
+            return null;
+        }
+        File checksumFile = conf.checksumEnabled()
+                ? resolver.getChecksumFile(shuffleId, mapId, conf.checksumAlgorithm(), Option.empty()) : null;
+        Arena arena = Arena.ofShared();
+        List<RegisteredRegion> regions = new ArrayList<>(3);
+        try {
+            MemorySegment index = map(indexFile, arena);
+            MemorySegment data = map(dataFile, arena);
+            MemorySegment checksums = checksumFile != null && checksumFile.isFile() ? map(checksumFile, arena) : null;
+            RegionDescriptor indexRegion = register(index, regions);
+            RegionDescriptor dataRegion = register(data, regions);
+            RegionDescriptor checksumRegion = register(checksums, regions);
+            return new Published(mapId, arena, index, data, checksums, List.copyOf(regions), indexRegion, dataRegion, checksumRegion);
+        } catch (IOException | RuntimeException e) {
+            regions.forEach(RegisteredRegion::close);
+            arena.close();
+            if (e instanceof IOException io) {
+                throw new UncheckedIOException("cannot map shuffle " + shuffleId + " map " + mapId + " output", io);
+            }
+            throw (RuntimeException) e;
+        }
+    }
+
+    private static MemorySegment map(File file, Arena arena) throws IOException {
+        try (FileChannel channel = FileChannel.open(file.toPath(), StandardOpenOption.READ)) {
+            long size = channel.size();
+            return size == 0 ? null : channel.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
+        }
+    }
+
+    private RegionDescriptor register(MemorySegment segment, List<RegisteredRegion> regions) {
+        if (segment == null) {
+            return null;
+        }
+        RegisteredRegion region = transport.register(segment, Access.remoteRead());
+        regions.add(region);
+        return region.descriptor();
+    }
+
+    /** Deregisters and unmaps a shuffle's outputs; called before Spark deletes the files. */
+    void unpublish(int shuffleId) {
+        Map<Long, Published> maps = published.remove(shuffleId);
+        java.util.concurrent.atomic.LongAdder nanos = publishNanos.remove(shuffleId);
+        if (maps != null) {
+            LOG.info("rdma4j shuffle: shuffle {}: {} map outputs were mapped and registered in {} ms in total", shuffleId, maps.size(),
+                    nanos == null ? 0 : nanos.sum() / 1_000_000);
+            synchronized (maps) {
+                maps.values().forEach(Published::release);
+                maps.clear();
+            }
+        }
+    }
+
+    int publishedCount() {
+        return published.values().stream().mapToInt(Map::size).sum();
+    }
+
+    /** Serves describe requests on an accepted connection until it closes. */
+    void serve(RdmaConnection connection) {
+        connection.receive().whenComplete((request, failure) -> {
+            if (failure != null) {
+                connection.close();
+                return;
+            }
+            ByteBuffer reply;
+            try {
+                reply = describe(request);
+            } catch (RuntimeException e) {
+                LOG.warn("rdma4j shuffle: bad describe request from {}: {}", connection.remoteAddress(), e.toString());
+                connection.close();
+                return;
+            }
+            connection.send(reply).whenComplete((ok, sendFailure) -> {
+                if (sendFailure != null) {
+                    connection.close();
+                } else {
+                    serve(connection);
+                }
+            });
+        });
+    }
+
+    private ByteBuffer describe(ByteBuffer request) {
+        DescribeProtocol.Request r = DescribeProtocol.decodeRequest(request);
+        List<DescribeProtocol.MapOutput> outputs = new ArrayList<>(r.mapIds().length);
+        for (long mapId : r.mapIds()) {
+            Published p;
+            try {
+                p = publish(r.shuffleId(), mapId);
+            } catch (RuntimeException e) {
+                LOG.warn("rdma4j shuffle: cannot publish shuffle {} map {}: {}", r.shuffleId(), mapId, e.toString());
+                p = null;
+            }
+            outputs.add(p == null ? DescribeProtocol.MapOutput.missing(mapId)
+                    : new DescribeProtocol.MapOutput(mapId, true, p.indexRegion(), p.dataRegion(), p.checksumRegion()));
+        }
+        return DescribeProtocol.encodeReply(outputs);
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        for (Integer shuffleId : List.copyOf(published.keySet())) {
+            unpublish(shuffleId);
+        }
+    }
+}

@@ -1,0 +1,390 @@
+package io.rdma4j.spark;
+
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.ReadRequest;
+import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.core.pool.PooledBuffer;
+import org.apache.spark.TaskContext;
+import org.apache.spark.serializer.SerializerManager;
+import org.apache.spark.shuffle.FetchFailedException;
+import org.apache.spark.shuffle.ShuffleReadMetricsReporter;
+import org.apache.spark.storage.BlockId;
+import org.apache.spark.storage.BlockManagerId;
+import org.apache.spark.storage.ShuffleBlockId;
+import scala.Tuple2;
+
+import java.io.InputStream;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.zip.Adler32;
+import java.util.zip.CRC32;
+import java.util.zip.CRC32C;
+import java.util.zip.Checksum;
+
+/**
+ * Yields the blocks a reduce task needs as streams over native memory. Local map outputs are read from
+ * this executor's own mapped files; remote ones by one-sided RDMA READ: first the needed index (and
+ * checksum) entries of every map output, then each map output's byte range for the requested partitions
+ * (adjacent partitions of one map output are one read; small map outputs are batched into one pooled
+ * buffer), with at most {@code max-bytes-in-flight} requested and not yet consumed.
+ */
+final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
+
+    private static final ValueLayout.OfLong BIG_ENDIAN_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final long NO_CHECKSUM = Long.MIN_VALUE;
+
+    /** One block as Spark asked for it. */
+    record Wanted(ShuffleBlockId blockId, int mapIndex) { }
+
+    /** A block ready to be consumed. */
+    private record Ready(ShuffleBlockId blockId, ByteBuffer bytes, SharedBuffer owner, boolean remote) { }
+
+    /** The blocks of one map output on a peer: one contiguous byte range of its data file. */
+    private record MapRange(BlockManagerId peer, long mapId, int mapIndex, RegionDescriptor data, long start, long length,
+                            List<ShuffleBlockId> blocks, long[] blockOffsets, long[] blockLengths, long[] checksums) { }
+
+    /** Map ranges of one peer read together into one pooled buffer. */
+    private record Batch(String executorId, RdmaConnection connection, List<MapRange> ranges, long bytes) { }
+
+    private record Completed(Batch batch, PooledBuffer buffer, Throwable failure) { }
+
+    private final ExecutorRuntime runtime;
+    private final int shuffleId;
+    private final TaskContext context;
+    private final ShuffleReadMetricsReporter metrics;
+    private final SerializerManager serializerManager;
+    private final ArrayDeque<Ready> ready = new ArrayDeque<>();
+    private final ArrayDeque<Batch> pending = new ArrayDeque<>();
+    private final LinkedBlockingQueue<Completed> completed = new LinkedBlockingQueue<>();
+    private final List<SharedBuffer> handedOut = new ArrayList<>();
+    private int outstanding;
+    private long bytesInFlight;
+    private boolean closed;
+
+    RdmaBlockFetcher(ExecutorRuntime runtime, int shuffleId, TaskContext context, ShuffleReadMetricsReporter metrics,
+                     SerializerManager serializerManager) {
+        this.runtime = runtime;
+        this.shuffleId = shuffleId;
+        this.context = context;
+        this.metrics = metrics;
+        this.serializerManager = serializerManager;
+    }
+
+    /** Plans and starts the fetch; PeerUnreachableException before anything was handed out lets the caller fall back. */
+    void start(List<Tuple2<BlockManagerId, List<Wanted>>> blocksByAddress) throws PeerUnreachableException {
+        long startNanos = System.nanoTime();
+        for (Tuple2<BlockManagerId, List<Wanted>> group : blocksByAddress) {
+            if (group._1().executorId().equals(runtime.executorId)) {
+                planLocal(group._1(), group._2());
+            }
+        }
+        for (Tuple2<BlockManagerId, List<Wanted>> group : blocksByAddress) {
+            if (!group._1().executorId().equals(runtime.executorId)) {
+                planRemote(group._1(), group._2());
+            }
+        }
+        metrics.incFetchWaitTime(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
+        issueMore();
+    }
+
+    private static Map<Long, List<Wanted>> byMap(List<Wanted> wanted) {
+        Map<Long, List<Wanted>> byMap = new LinkedHashMap<>();
+        for (Wanted w : wanted) {
+            byMap.computeIfAbsent(w.blockId().mapId(), k -> new ArrayList<>()).add(w);
+        }
+        return byMap;
+    }
+
+    private void planLocal(BlockManagerId self, List<Wanted> wanted) {
+        for (List<Wanted> blocks : byMap(wanted).values()) {
+            Wanted first = blocks.getFirst();
+            MapOutputPublisher.Published p = runtime.publisher.publish(shuffleId, first.blockId().mapId());
+            if (p == null) {
+                throw fetchFailed(self, first, "the map output's files are missing on this executor", null);
+            }
+            for (Wanted w : blocks) {
+                int reduceId = w.blockId().reduceId();
+                long offset = p.index().get(BIG_ENDIAN_LONG, 8L * reduceId);
+                long length = p.index().get(BIG_ENDIAN_LONG, 8L * (reduceId + 1)) - offset;
+                if (length == 0) {
+                    continue;
+                }
+                ByteBuffer bytes = p.data().asSlice(offset, length).asByteBuffer();
+                if (p.checksums() != null) {
+                    verifyOrFail(self, w, bytes, p.checksums().get(BIG_ENDIAN_LONG, 8L * reduceId));
+                }
+                ready.add(new Ready(w.blockId(), bytes, null, false));
+            }
+        }
+    }
+
+    private void planRemote(BlockManagerId peer, List<Wanted> wanted) throws PeerUnreachableException {
+        String peerId = peer.executorId();
+        RdmaConnection connection = runtime.connection(peerId);
+        Map<Long, List<Wanted>> byMap = byMap(wanted);
+        Map<Long, DescribeProtocol.MapOutput> outputs;
+        try {
+            outputs = runtime.describe(peerId, connection, shuffleId, new ArrayList<>(byMap.keySet()));
+        } catch (Exception e) {
+            runtime.forget(peerId, connection);
+            throw fetchFailed(peer, wanted.getFirst(), "cannot describe map outputs on executor " + peerId + ": " + e, e);
+        }
+        // One read of every map output's index (and checksum) entries for the requested partitions.
+        List<ReadRequest> metaReads = new ArrayList<>();
+        record Meta(List<Wanted> blocks, DescribeProtocol.MapOutput output, int minReduce, int maxReduce, long indexAt, long checksumAt) { }
+        List<Meta> metas = new ArrayList<>();
+        long metaBytes = 0;
+        for (List<Wanted> blocks : byMap.values()) {
+            Wanted first = blocks.getFirst();
+            DescribeProtocol.MapOutput output = outputs.get(first.blockId().mapId());
+            if (output == null || !output.present()) {
+                throw fetchFailed(peer, first, "executor " + peerId + " no longer has this map output", null);
+            }
+            if (output.data() == null) {
+                continue; // every partition of this map output is empty
+            }
+            int min = blocks.stream().mapToInt(w -> w.blockId().reduceId()).min().orElseThrow();
+            int max = blocks.stream().mapToInt(w -> w.blockId().reduceId()).max().orElseThrow();
+            long indexAt = metaBytes;
+            metaBytes += 8L * (max - min + 2);
+            long checksumAt = -1;
+            if (output.checksums() != null) {
+                checksumAt = metaBytes;
+                metaBytes += 8L * (max - min + 1);
+            }
+            metas.add(new Meta(blocks, output, min, max, indexAt, checksumAt));
+        }
+        if (metas.isEmpty()) {
+            return;
+        }
+        List<MapRange> ranges = new ArrayList<>();
+        try (PooledBuffer metaBuffer = runtime.pool.acquire(metaBytes)) {
+            MemorySegment sink = metaBuffer.segment();
+            for (Meta m : metas) {
+                metaReads.add(new ReadRequest(m.output().index(), 8L * m.minReduce(), sink.asSlice(m.indexAt(), 8L * (m.maxReduce() - m.minReduce() + 2))));
+                if (m.checksumAt() >= 0) {
+                    metaReads.add(new ReadRequest(m.output().checksums(), 8L * m.minReduce(), sink.asSlice(m.checksumAt(), 8L * (m.maxReduce() - m.minReduce() + 1))));
+                }
+            }
+            try {
+                connection.readAll(metaReads).get(runtime.conf.transport().operationTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
+            } catch (Exception e) {
+                runtime.forget(peerId, connection);
+                throw fetchFailed(peer, wanted.getFirst(), "RDMA read of map output index entries from executor " + peerId + " failed: " + e, e);
+            }
+            for (Meta m : metas) {
+                long start = sink.get(BIG_ENDIAN_LONG, m.indexAt());
+                long end = sink.get(BIG_ENDIAN_LONG, m.indexAt() + 8L * (m.maxReduce() - m.minReduce() + 1));
+                List<ShuffleBlockId> ids = new ArrayList<>();
+                List<long[]> parts = new ArrayList<>();
+                for (Wanted w : m.blocks()) {
+                    int r = w.blockId().reduceId() - m.minReduce();
+                    long off = sink.get(BIG_ENDIAN_LONG, m.indexAt() + 8L * r);
+                    long len = sink.get(BIG_ENDIAN_LONG, m.indexAt() + 8L * (r + 1)) - off;
+                    if (len == 0) {
+                        continue;
+                    }
+                    long checksum = m.checksumAt() >= 0 ? sink.get(BIG_ENDIAN_LONG, m.checksumAt() + 8L * r) : NO_CHECKSUM;
+                    ids.add(w.blockId());
+                    parts.add(new long[] {off - start, len, checksum});
+                }
+                if (ids.isEmpty()) {
+                    continue;
+                }
+                ranges.add(new MapRange(peer, m.blocks().getFirst().blockId().mapId(), m.blocks().getFirst().mapIndex(), m.output().data(),
+                        start, end - start, ids, parts.stream().mapToLong(a -> a[0]).toArray(),
+                        parts.stream().mapToLong(a -> a[1]).toArray(), parts.stream().mapToLong(a -> a[2]).toArray()));
+            }
+        }
+        // Merge small map outputs of this peer into batches of about the target request size.
+        long target = runtime.conf.targetRequestSize();
+        List<MapRange> current = new ArrayList<>();
+        long currentBytes = 0;
+        for (MapRange range : ranges) {
+            if (!current.isEmpty() && currentBytes + range.length() > target) {
+                pending.add(new Batch(peerId, connection, current, currentBytes));
+                current = new ArrayList<>();
+                currentBytes = 0;
+            }
+            current.add(range);
+            currentBytes += range.length();
+        }
+        if (!current.isEmpty()) {
+            pending.add(new Batch(peerId, connection, current, currentBytes));
+        }
+    }
+
+    private synchronized void issueMore() {
+        while (!closed && !pending.isEmpty()
+                && (bytesInFlight == 0 || bytesInFlight + pending.peek().bytes() <= runtime.conf.maxBytesInFlight())) {
+            Batch batch = pending.poll();
+            bytesInFlight += batch.bytes();
+            outstanding++;
+            PooledBuffer buffer = runtime.pool.acquire(batch.bytes());
+            List<ReadRequest> reads = new ArrayList<>(batch.ranges().size());
+            long at = 0;
+            for (MapRange range : batch.ranges()) {
+                reads.add(new ReadRequest(range.data(), range.start(), buffer.segment().asSlice(at, range.length())));
+                at += range.length();
+            }
+            batch.connection().readAll(reads).whenComplete((ok, failure) -> arrived(new Completed(batch, buffer, failure)));
+        }
+    }
+
+    private void arrived(Completed result) {
+        synchronized (this) {
+            if (!closed) {
+                completed.add(result);
+                return;
+            }
+        }
+        result.buffer().close();
+    }
+
+    @Override
+    public boolean hasNext() {
+        synchronized (this) {
+            return !ready.isEmpty() || !pending.isEmpty() || outstanding > 0;
+        }
+    }
+
+    @Override
+    public Tuple2<BlockId, InputStream> next() {
+        if (!hasNext()) {
+            throw new NoSuchElementException();
+        }
+        Ready block = ready.poll();
+        if (block == null) {
+            takeCompleted();
+            block = ready.poll();
+        }
+        if (block.remote()) {
+            metrics.incRemoteBlocksFetched(1);
+            metrics.incRemoteBytesRead(block.bytes().remaining());
+        } else {
+            metrics.incLocalBlocksFetched(1);
+            metrics.incLocalBytesRead(block.bytes().remaining());
+        }
+        InputStream raw = new SegmentInputStream(block.bytes(), block.owner());
+        return new Tuple2<>(block.blockId(), serializerManager.wrapStream(block.blockId(), raw));
+    }
+
+    private void takeCompleted() {
+        long startNanos = System.nanoTime();
+        Completed result;
+        try {
+            result = completed.take();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for shuffle blocks", e);
+        }
+        metrics.incFetchWaitTime(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
+        synchronized (this) {
+            outstanding--;
+            bytesInFlight -= result.batch().bytes();
+        }
+        issueMore();
+        Batch batch = result.batch();
+        MapRange firstRange = batch.ranges().getFirst();
+        if (result.failure() != null) {
+            result.buffer().close();
+            runtime.forget(batch.executorId(), batch.connection());
+            throw fetchFailed(firstRange.peer(), new Wanted(firstRange.blocks().getFirst(), firstRange.mapIndex()),
+                    "RDMA read of shuffle blocks from executor " + batch.executorId() + " failed: " + result.failure(), result.failure());
+        }
+        int blockCount = batch.ranges().stream().mapToInt(r -> r.blocks().size()).sum();
+        SharedBuffer shared = new SharedBuffer(result.buffer(), blockCount);
+        synchronized (this) {
+            handedOut.add(shared);
+        }
+        MemorySegment all = result.buffer().segment();
+        long at = 0;
+        for (MapRange range : batch.ranges()) {
+            MemorySegment rangeBytes = all.asSlice(at, range.length());
+            for (int i = 0; i < range.blocks().size(); i++) {
+                ByteBuffer bytes = rangeBytes.asSlice(range.blockOffsets()[i], range.blockLengths()[i]).asByteBuffer();
+                long expected = range.checksums()[i];
+                if (expected != NO_CHECKSUM && checksum(bytes) != expected) {
+                    rereadOnce(batch, range, rangeBytes, i, shared);
+                }
+                ready.add(new Ready(range.blocks().get(i), bytes, shared, true));
+            }
+            at += range.length();
+        }
+    }
+
+    /** A checksum mismatch may be a transfer error: read the range once more, then give up with FetchFailed. */
+    private void rereadOnce(Batch batch, MapRange range, MemorySegment rangeBytes, int blockIndex, SharedBuffer shared) {
+        Wanted wanted = new Wanted(range.blocks().get(blockIndex), range.mapIndex());
+        try {
+            batch.connection().read(range.data(), range.start(), rangeBytes)
+                    .get(runtime.conf.transport().operationTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
+        } catch (Exception e) {
+            shared.releaseAll();
+            throw fetchFailed(range.peer(), wanted, "re-reading a corrupted block from executor " + batch.executorId() + " failed: " + e, e);
+        }
+        ByteBuffer again = rangeBytes.asSlice(range.blockOffsets()[blockIndex], range.blockLengths()[blockIndex]).asByteBuffer();
+        if (checksum(again) != range.checksums()[blockIndex]) {
+            shared.releaseAll();
+            throw fetchFailed(range.peer(), wanted, "block " + wanted.blockId() + " from executor " + batch.executorId()
+                    + " is corrupted: its " + runtime.conf.checksumAlgorithm() + " checksum does not match the one the map task wrote", null);
+        }
+    }
+
+    private void verifyOrFail(BlockManagerId where, Wanted wanted, ByteBuffer bytes, long expected) {
+        if (checksum(bytes) != expected) {
+            throw fetchFailed(where, wanted, "local block " + wanted.blockId() + " is corrupted: its "
+                    + runtime.conf.checksumAlgorithm() + " checksum does not match the one the map task wrote", null);
+        }
+    }
+
+    private long checksum(ByteBuffer bytes) {
+        Checksum c = switch (runtime.conf.checksumAlgorithm()) {
+            case "ADLER32" -> new Adler32();
+            case "CRC32" -> new CRC32();
+            case "CRC32C" -> new CRC32C();
+            default -> throw new IllegalArgumentException("unsupported spark.shuffle.checksum.algorithm " + runtime.conf.checksumAlgorithm());
+        };
+        c.update(bytes.duplicate());
+        return c.getValue();
+    }
+
+    private RuntimeException fetchFailed(BlockManagerId where, Wanted wanted, String message, Throwable cause) {
+        ShuffleBlockId id = wanted.blockId();
+        return sneaky(new FetchFailedException(where, shuffleId, id.mapId(), wanted.mapIndex(), id.reduceId(),
+                "rdma4j shuffle: " + message, cause));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <E extends Throwable> RuntimeException sneaky(Throwable t) throws E {
+        throw (E) t;
+    }
+
+    /** Gives every buffer back; called when the task ends, however it ends. */
+    void cleanup() {
+        List<SharedBuffer> toRelease;
+        synchronized (this) {
+            closed = true;
+            pending.clear();
+            toRelease = new ArrayList<>(handedOut);
+            handedOut.clear();
+            ready.clear();
+        }
+        toRelease.forEach(SharedBuffer::releaseAll);
+        Completed c;
+        while ((c = completed.poll()) != null) {
+            c.buffer().close();
+        }
+    }
+}

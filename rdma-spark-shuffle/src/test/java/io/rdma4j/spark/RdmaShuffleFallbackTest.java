@@ -1,0 +1,97 @@
+package io.rdma4j.spark;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkException;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.junit.jupiter.api.Test;
+import scala.Tuple2;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** What happens when rdma4j cannot run on the executors, and settings it refuses. */
+class RdmaShuffleFallbackTest {
+
+    private static Map<Integer, Long> sums(JavaSparkContext sc) {
+        return sc.parallelize(IntStream.range(0, 10_000).boxed().collect(Collectors.toList()), 4)
+                .mapToPair(i -> new Tuple2<>(i % 10, 1L))
+                .reduceByKey(Long::sum, 3)
+                .collectAsMap();
+    }
+
+    private static String executorLogs(JavaSparkContext sc) throws IOException {
+        Path app = LocalCluster.sparkHome().resolve("work").resolve(sc.sc().applicationId());
+        StringBuilder all = new StringBuilder();
+        try (Stream<Path> files = Files.walk(app)) {
+            for (Path stderr : files.filter(p -> p.getFileName().toString().equals("stderr")).toList()) {
+                all.append(Files.readString(stderr));
+            }
+        }
+        return all.toString();
+    }
+
+    @Test
+    void providerThatCannotRunFallsBackToSparkTransferWithOneLogLine() throws IOException {
+        SparkConf conf = LocalCluster.rdmaConf("rdma4j-fallback-spark")
+                .set("spark.shuffle.rdma.provider", "verbs") // no RDMA device on a test machine
+                .set("spark.shuffle.rdma.fallback", "spark");
+        try (JavaSparkContext sc = LocalCluster.start(conf)) {
+            assertThat(sums(sc)).containsExactlyInAnyOrderEntriesOf(
+                    IntStream.range(0, 10).boxed().collect(Collectors.toMap(k -> k, k -> 1000L)));
+            assertThat(sums(sc)).hasSize(10);
+            String logs = executorLogs(sc);
+            List<String> lines = logs.lines().filter(l -> l.contains("rdma4j shuffle cannot start on this executor")).toList();
+            assertThat(lines).as("one line per executor that ran a shuffle task, saying why").isNotEmpty().hasSizeLessThanOrEqualTo(2);
+            assertThat(lines.getFirst()).contains("spark.shuffle.rdma.fallback=spark");
+        }
+    }
+
+    @Test
+    void providerThatCannotRunFailsTheJobWhenFallbackIsFail() {
+        SparkConf conf = LocalCluster.rdmaConf("rdma4j-fallback-fail")
+                .set("spark.shuffle.rdma.provider", "verbs")
+                .set("spark.shuffle.rdma.fallback", "fail")
+                .set("spark.task.maxFailures", "1");
+        try (JavaSparkContext sc = LocalCluster.start(conf)) {
+            assertThatThrownBy(() -> sums(sc)).isInstanceOf(SparkException.class)
+                    .hasMessageContaining("rdma4j shuffle cannot start on this executor (spark.shuffle.rdma.fallback=fail)");
+        }
+    }
+
+    @Test
+    void externalShuffleServiceIsRefusedWithAClearMessage() {
+        SparkConf conf = new SparkConf().set("spark.shuffle.service.enabled", "true");
+        assertThatThrownBy(() -> new RdmaShuffleManager(conf, true)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("spark.shuffle.service.enabled=false");
+    }
+
+    @Test
+    void pushBasedShuffleIsRefused() {
+        SparkConf conf = new SparkConf().set("spark.shuffle.push.enabled", "true");
+        assertThatThrownBy(() -> new RdmaShuffleManager(conf, true)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("spark.shuffle.push.enabled=false");
+    }
+
+    @Test
+    void badOptionsSayWhatIsExpected() {
+        assertThatThrownBy(() -> RdmaShuffleConf.from(new SparkConf().set("spark.shuffle.rdma.fallback", "maybe")))
+                .hasMessageContaining("'spark' or 'fail'");
+        assertThatThrownBy(() -> RdmaShuffleConf.from(new SparkConf().set("spark.shuffle.rdma.buffer-slab-size", "3000")))
+                .hasMessageContaining("power of two");
+        RdmaShuffleConf defaults = RdmaShuffleConf.from(new SparkConf().set("spark.shuffle.rdma.provider", "tcp")
+                .set("spark.shuffle.rdma.connect-timeout", "3s"));
+        assertThat(defaults.transport().provider()).isEqualTo("tcp");
+        assertThat(defaults.transport().connectTimeout()).hasSeconds(3);
+        assertThat(defaults.maxBytesInFlight()).isEqualTo(48L << 20);
+        assertThat(defaults.fallback()).isEqualTo(RdmaShuffleConf.Fallback.SPARK);
+    }
+}

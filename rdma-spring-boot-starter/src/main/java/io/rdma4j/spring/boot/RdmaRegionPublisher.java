@@ -1,0 +1,73 @@
+package io.rdma4j.spring.boot;
+
+import org.springframework.aop.support.AopUtils;
+import org.springframework.beans.factory.BeanCreationException;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.SmartInitializingSingleton;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
+import org.springframework.core.MethodIntrospector;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.util.ReflectionUtils;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.reflect.Method;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * Publishes the results of {@link RdmaRegion} methods once every singleton exists (before the
+ * endpoint starts accepting peers).
+ */
+public class RdmaRegionPublisher implements SmartInitializingSingleton {
+
+    private final ConfigurableListableBeanFactory beanFactory;
+    private final ObjectProvider<RdmaTemplate> template;
+
+    public RdmaRegionPublisher(ConfigurableListableBeanFactory beanFactory, ObjectProvider<RdmaTemplate> template) {
+        this.beanFactory = beanFactory;
+        this.template = template;
+    }
+
+    @Override
+    public void afterSingletonsInstantiated() {
+        for (String beanName : beanFactory.getBeanDefinitionNames()) {
+            if (!beanFactory.getBeanDefinition(beanName).isSingleton() || beanFactory.getBeanDefinition(beanName).isAbstract()) {
+                continue;
+            }
+            Class<?> type = beanFactory.getType(beanName);
+            if (type == null || type.getName().startsWith("org.springframework.")) {
+                continue;
+            }
+            Map<Method, RdmaRegion> methods = MethodIntrospector.selectMethods(type,
+                    (MethodIntrospector.MetadataLookup<RdmaRegion>) m -> AnnotatedElementUtils.findMergedAnnotation(m, RdmaRegion.class));
+            if (methods.isEmpty()) {
+                continue;
+            }
+            Object bean = beanFactory.getBean(beanName);
+            methods.forEach((method, annotation) -> publish(beanName, bean, method, annotation.value()));
+        }
+    }
+
+    private void publish(String beanName, Object bean, Method method, String name) {
+        if (method.getParameterCount() != 0) {
+            throw new BeanCreationException(beanName, "@RdmaRegion method " + method + " must take no arguments");
+        }
+        Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
+        ReflectionUtils.makeAccessible(invocable);
+        Object value = ReflectionUtils.invokeMethod(invocable, bean);
+        RdmaTemplate publisher = template.getObject();
+        try {
+            switch (value) {
+                case MemorySegment segment -> publisher.publish(name, segment);
+                case ByteBuffer buffer -> publisher.publish(name, buffer);
+                case Path file -> publisher.publish(name, file);
+                case null -> throw new IllegalArgumentException("the method returned null");
+                default -> throw new IllegalArgumentException("the method returned a " + value.getClass().getName()
+                        + "; return a MemorySegment, a direct ByteBuffer or a Path");
+            }
+        } catch (RuntimeException e) {
+            throw new BeanCreationException(beanName, "cannot publish @RdmaRegion(\"" + name + "\") of " + method, e);
+        }
+    }
+}

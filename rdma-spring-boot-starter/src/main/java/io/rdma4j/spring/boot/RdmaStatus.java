@@ -1,0 +1,45 @@
+package io.rdma4j.spring.boot;
+
+import io.rdma4j.core.ProviderSelection;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.TransportConfig;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * What health and info report about the transport, independent of the Spring Boot line (the health
+ * API moved packages between Boot 3 and 4, so each line has its own thin indicator around this).
+ *
+ * @param up      false when the transport failed to open
+ * @param details provider, selection reason, whether tcp is a fallback, regions, endpoint
+ * @param failure why the transport is unavailable, or null
+ */
+public record RdmaStatus(boolean up, Map<String, Object> details, Throwable failure) {
+
+    /** The provider that emulates RDMA in software. */
+    public static final String SOFTWARE_PROVIDER = "tcp";
+
+    public static RdmaStatus of(RdmaTransport transport, RdmaEndpoint endpoint, RdmaTemplate template) {
+        ProviderSelection selection = transport.selection();
+        Map<String, Object> details = new LinkedHashMap<>();
+        details.put("provider", selection.provider());
+        details.put("reason", selection.reason());
+        if (transport instanceof UnavailableRdmaTransport unavailable) {
+            details.put("error", unavailable.failure().getMessage());
+            return new RdmaStatus(false, details, unavailable.failure());
+        }
+        // tcp chosen by auto-detection means no usable RDMA device: worth seeing, not an outage.
+        boolean fallback = SOFTWARE_PROVIDER.equals(selection.provider())
+                && TransportConfig.AUTO.equals(transport.config().provider());
+        details.put("fallback", fallback);
+        details.put("registeredRegions", transport.registeredRegions());
+        if (template != null) {
+            details.put("publishedRegions", template.publishedNames());
+        }
+        if (endpoint != null && endpoint.isRunning()) {
+            details.put("endpoint", endpoint.localAddress().getHostString() + ":" + endpoint.localAddress().getPort());
+        }
+        return new RdmaStatus(true, details, null);
+    }
+}

@@ -1,0 +1,137 @@
+package io.rdma4j.spring.boot.kafka;
+
+import io.rdma4j.core.metrics.OperationType;
+import io.rdma4j.kafka.RdmaKafkaConsumer;
+import io.rdma4j.kafka.exporter.ExporterConfig;
+import io.rdma4j.kafka.exporter.LogExporter;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.common.test.KafkaClusterTestKit;
+import org.apache.kafka.common.test.TestKitNodes;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.core.ConsumerFactory;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** A real Boot application's @KafkaListener receives records its consumer fetched by RDMA READ. */
+class RdmaKafkaListenerTest {
+
+    private static final String TOPIC = "spring-rdma";
+    private static final int RECORDS = 1000;
+
+    @SpringBootConfiguration
+    @EnableAutoConfiguration
+    static class ListenerApp {
+        static final List<String> values = new CopyOnWriteArrayList<>();
+        static final List<Consumer<?, ?>> consumers = new CopyOnWriteArrayList<>();
+
+        @KafkaListener(topics = TOPIC, groupId = "spring-rdma-group")
+        void listen(ConsumerRecord<String, String> record, Consumer<?, ?> consumer) {
+            values.add(record.value());
+            if (!consumers.contains(consumer)) {
+                consumers.add(consumer);
+            }
+        }
+    }
+
+    @Test
+    void kafkaListenerReceivesRecordsFetchedByRdma() throws Exception {
+        KafkaClusterTestKit kit = new KafkaClusterTestKit.Builder(new TestKitNodes.Builder().setCombined(true)
+                .setNumBrokerNodes(1).setNumControllerNodes(1).build())
+                .setConfigProp("offsets.topic.replication.factor", "1")
+                .setConfigProp("offsets.topic.num.partitions", "1")
+                .setConfigProp("group.initial.rebalance.delay.ms", "0")
+                .build();
+        try (kit) {
+            kit.format();
+            kit.startup();
+            kit.waitForReadyBrokers();
+            String bootstrap = kit.bootstrapServers();
+            createTopic(bootstrap);
+            produce(bootstrap);
+            String logDirs = String.join(",", kit.nodes().brokerNodes().values().iterator().next().logDataDirectories());
+            try (LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(Map.of(
+                    ExporterConfig.LOG_DIRS, logDirs, ExporterConfig.BOOTSTRAP, bootstrap,
+                    ExporterConfig.LISTEN, "127.0.0.1:0", ExporterConfig.INTERVAL, "20", "rdma.provider", "tcp")));
+                 ConfigurableApplicationContext context = new SpringApplicationBuilder(ListenerApp.class)
+                         .web(WebApplicationType.NONE)
+                         .properties("spring.kafka.bootstrap-servers=" + bootstrap,
+                                 "spring.kafka.consumer.auto-offset-reset=earliest",
+                                 "spring.kafka.consumer.properties.rdma.fetch.enabled=true",
+                                 "spring.kafka.consumer.properties.rdma.exporter.address=127.0.0.1:" + exporter.address().getPort(),
+                                 "spring.kafka.consumer.properties.rdma.provider=tcp")
+                         .run()) {
+                ConsumerFactory<?, ?> factory = context.getBean(ConsumerFactory.class);
+                assertThat(factory).isInstanceOf(RdmaKafkaConsumerFactoryPostProcessor.RdmaConsumerFactoryAdapter.class);
+                long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+                while (ListenerApp.values.size() < RECORDS && System.nanoTime() < deadline) {
+                    Thread.sleep(50);
+                }
+                assertThat(ListenerApp.values).hasSize(RECORDS);
+                assertThat(ListenerApp.values).containsExactlyInAnyOrderElementsOf(
+                        java.util.stream.IntStream.range(0, RECORDS).mapToObj(i -> "value-" + i).toList());
+                assertThat(ListenerApp.consumers).hasSize(1);
+                assertThat(ListenerApp.consumers.getFirst()).as("the listener container's consumer").isInstanceOf(RdmaKafkaConsumer.class);
+                RdmaKafkaConsumer<?, ?> rdma = (RdmaKafkaConsumer<?, ?>) ListenerApp.consumers.getFirst();
+                assertThat(rdma.transportMetrics().snapshot(OperationType.READ).count()).as("RDMA READs").isPositive();
+                assertThat(rdma.rdmaRecords()).as("records fetched by RDMA").isEqualTo(RECORDS);
+            }
+        }
+    }
+
+    private static void createTopic(String bootstrap) throws Exception {
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            admin.createTopics(List.of(new NewTopic(TOPIC, 2, (short) 1))).all().get();
+            // Wait for the leaders: a produce before that fails NOT_LEADER and may lose its first batch.
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (true) {
+                try {
+                    admin.listOffsets(Map.of(new TopicPartition(TOPIC, 0), OffsetSpec.latest(),
+                            new TopicPartition(TOPIC, 1), OffsetSpec.latest())).all().get();
+                    return;
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof RetriableException) || System.nanoTime() > deadline) {
+                        throw e;
+                    }
+                    Thread.sleep(50);
+                }
+            }
+        }
+    }
+
+    private static void produce(String bootstrap) throws Exception {
+        List<Future<RecordMetadata>> acks = new ArrayList<>();
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(Map.of("bootstrap.servers", bootstrap,
+                "key.serializer", StringSerializer.class, "value.serializer", StringSerializer.class))) {
+            for (int i = 0; i < RECORDS; i++) {
+                acks.add(p.send(new ProducerRecord<>(TOPIC, "key-" + i, "value-" + i)));
+            }
+        }
+        for (Future<RecordMetadata> ack : acks) {
+            ack.get();
+        }
+    }
+}
