@@ -105,6 +105,9 @@ class VerbsProviderHostTest {
         // iWARP: the sink of a READ is written by the peer's response, so local write needs remote write
         assertThat(VerbsAccess.flags(EnumSet.of(Access.LOCAL_WRITE), true)).isEqualTo(lw | rw);
         assertThat(VerbsAccess.flags(Access.remoteRead(), true)).isEqualTo(rr);
+        assertThat(VerbsAccess.flags(Access.readSink(), true)).isEqualTo(lw | rw | rr);
+        // a region without REMOTE_READ never gets it from the NIC, on iWARP either
+        assertThat(VerbsAccess.flags(EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE), true)).isEqualTo(lw | rw);
     }
 
     @Test
