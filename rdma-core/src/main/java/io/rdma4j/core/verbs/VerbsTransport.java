@@ -56,6 +56,8 @@ import java.util.function.Consumer;
  * An opened verbs provider: one rdma_cm event channel (and its thread), the device context that
  * librdmacm uses for this transport's address, one protection domain, one completion channel whose CQs
  * (one per connection) a progress thread polls, arming them and sleeping on the channel when idle.
+ * With {@code verbs.busy-poll=true} the progress thread never sleeps: it spins on the CQs as perftest
+ * does, trading one CPU core (busy even when idle) for the wake-up latency of the completion channel.
  */
 final class VerbsTransport implements ProviderTransport {
 
@@ -68,6 +70,8 @@ final class VerbsTransport implements ProviderTransport {
     final TransportMetrics metrics;
     final SelectionResult.Selection selection;
     final boolean iwarp;
+    /** {@code verbs.busy-poll}: the progress thread spins instead of arming the CQs and sleeping. */
+    private final boolean busyPoll;
     final InetAddress localAddress;
     final int receiveDepth;
     private final Arena arena = Arena.ofShared();
@@ -97,6 +101,7 @@ final class VerbsTransport implements ProviderTransport {
         this.iwarp = selection.transport() == RdmaTransport.IWARP;
         this.localAddress = localAddress;
         this.receiveDepth = config.option(VerbsProvider.NAME, "receive-depth").map(Integer::parseInt).orElse(32);
+        this.busyPoll = config.option(VerbsProvider.NAME, "busy-poll").map(VerbsTransport::parseBoolean).orElse(false);
         if (receiveDepth < 2 || receiveDepth > 4096) {
             throw new IllegalArgumentException("verbs.receive-depth must be in [2, 4096], got " + receiveDepth);
         }
@@ -524,7 +529,7 @@ final class VerbsTransport implements ProviderTransport {
                     idleSince = System.nanoTime();
                     continue;
                 }
-                if (System.nanoTime() - idleSince < SPIN_NANOS) {
+                if (busyPoll || System.nanoTime() - idleSince < SPIN_NANOS) {
                     Thread.onSpinWait();
                     continue;
                 }
@@ -547,6 +552,14 @@ final class VerbsTransport implements ProviderTransport {
         } catch (RuntimeException | Error e) {
             LOG.log(System.Logger.Level.ERROR, "rdma4j verbs progress thread failed", e);
         }
+    }
+
+    private static boolean parseBoolean(String value) {
+        return switch (value.trim()) {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw new IllegalArgumentException("verbs.busy-poll must be true or false, got '" + value + "'");
+        };
     }
 
     @Override
