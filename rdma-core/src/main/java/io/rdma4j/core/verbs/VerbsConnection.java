@@ -554,6 +554,12 @@ final class VerbsConnection implements ProviderConnection {
         } finally {
             lock.unlock();
         }
+        if (status != WorkCompletions.SUCCESS) {
+            // the QP is in the error state: closed for the facade before the failure is seen
+            beginClose(new ConnectionClosedException("the queue pair to " + remote + " failed ("
+                    + NativeCalls.wcStatus(status) + "); the connection is closed"));
+            reportClosed();
+        }
         for (int i = 0; i < done.size(); i++) {
             Pending p = done.get(i);
             boolean failed = i == done.size() - 1 && status != WorkCompletions.SUCCESS;
@@ -567,17 +573,18 @@ final class VerbsConnection implements ProviderConnection {
                 p.future.complete(null);
             }
         }
-        if (status != WorkCompletions.SUCCESS) {
-            beginClose(new ConnectionClosedException("the queue pair to " + remote + " failed ("
-                    + NativeCalls.wcStatus(status) + "); the connection is closed"));
-        }
     }
 
     private void onReceive(int slot, int status, int byteLength) {
         if (status != WorkCompletions.SUCCESS) {
-            if (status != WorkCompletions.WR_FLUSH_ERR) {
-                beginClose(new ConnectionClosedException("receive from " + remote + " failed: " + NativeCalls.wcStatus(status)));
+            if (status == WorkCompletions.WR_FLUSH_ERR && transport.iwarp) {
+                return; // iWARP: a refusal already ends the connection (TERMINATE, then the CM disconnect)
             }
+            // A flushed receive while open means the QP entered the error state on its own: as a responder
+            // after refusing a peer's one-sided request (which never completes here), or after an
+            // asynchronous error. Disconnect at once, so the peer learns it now, not at its operation timeout.
+            beginClose(new ConnectionClosedException("receive from " + remote + " failed: " + NativeCalls.wcStatus(status)
+                    + (status == WorkCompletions.WR_FLUSH_ERR ? " (the queue pair entered the error state)" : "")));
             return;
         }
         MemorySegment s = recvBuf.asSlice((long) slot * slotSize, slotSize);
@@ -667,6 +674,9 @@ final class VerbsConnection implements ProviderConnection {
         }
         transport.detach(this);
         releaseNative();
+        // Report the close before failing what was pending: whoever sees an operation fail as closed
+        // then also sees the connection closed.
+        reportClosed();
         RdmaException failure = closedException();
         for (Pending p : left) {
             if (p.future != null) {
@@ -674,6 +684,10 @@ final class VerbsConnection implements ProviderConnection {
             }
         }
         unsent.forEach(m -> m.future().completeExceptionally(failure));
+    }
+
+    /** Tells the facade once that the connection is closed (with the first cause). */
+    private void reportClosed() {
         ConnectionEvents e;
         lock.lock();
         try {
