@@ -107,6 +107,15 @@ public abstract class ProviderContractTest {
         return on.register(arena.allocate(Math.max(1, size), 64), Access.readSink());
     }
 
+    /** A refused read returned no data: the sink still holds the zeros it was allocated with. */
+    protected static void assertUntouched(MemorySegment sink) {
+        for (long i = 0; i < sink.byteSize(); i++) {
+            if (sink.get(ValueLayout.JAVA_BYTE, i) != 0) {
+                throw new AssertionError("byte " + i + " of the sink of a refused read was written");
+            }
+        }
+    }
+
     protected static void assertPattern(MemorySegment data, long remoteOffset) {
         for (long i = 0; i < data.byteSize(); i++) {
             byte expected = pattern(remoteOffset + i);
@@ -147,15 +156,71 @@ public abstract class ProviderContractTest {
     }
 
     /**
+     * Whether the responder's transport sees the peer's one-sided operations, so that it can count them
+     * (served bytes and operations, rejected requests). RDMA READ and WRITE are carried out by the
+     * responder's NIC and never reach its CPU, so a verbs responder cannot count them.
+     */
+    protected boolean countsResponderWork() {
+        return true;
+    }
+
+    /**
+     * Whether a refusal by the peer may reach the requester as the loss of the connection
+     * ({@link ConnectionClosedException}) instead of a {@link RemoteAccessException}. iWARP responders
+     * (siw) answer a refused request with a TERMINATE message that tears the connection down, and the
+     * requester's work request is then flushed. The refusal must still fail the operation, return no data
+     * and close the connection.
+     */
+    protected boolean refusalsMayArriveAsConnectionLoss() {
+        return false;
+    }
+
+    /**
+     * Whether the completion of a one-sided WRITE means the responder accepted it. On iWARP a WRITE
+     * completes at the requester once its data is handed to the transport; the responder checks the key and
+     * rights afterwards and answers a refusal by terminating the connection. Where this is false, a
+     * refused write may complete, but it still must not modify the memory, and the requester must then
+     * lose the connection.
+     */
+    protected boolean writeCompletionsConfirmAcceptance() {
+        return true;
+    }
+
+    /**
+     * Whether the responder enforces a region's REMOTE_READ right against a forged descriptor. The siw
+     * kernel driver (Linux 6.1, siw_qp_tx.c) checks the source of a READ response with no rights at all
+     * ("w/o checking access for LOCAL_READ permission"), so it serves READs of any valid key of its
+     * protection domain. Keys and ranges are still checked there.
+     */
+    protected boolean enforcesRemoteReadRight() {
+        return true;
+    }
+
+    /** The failure of an operation the peer refused: the exception, checked to be a refusal. */
+    protected Throwable refusedByPeerFailure(CompletableFuture<?> f) throws Exception {
+        Throwable t = failureOf(f);
+        if (refusalsMayArriveAsConnectionLoss() && t instanceof ConnectionClosedException) {
+            return t;
+        }
+        assertThat(t).isInstanceOf(RemoteAccessException.class);
+        return t;
+    }
+
+    /**
      * A refusal by the peer: a {@link RemoteAccessException} with {@code expected} as its reason (where
      * the provider can tell), after which the connection is closed, as a verbs queue pair enters the
      * error state. The test continues on a new connection.
      */
     protected void refusedByPeer(CompletableFuture<?> f, RemoteAccessException.Reason expected) throws Exception {
-        RemoteAccessException.Reason reason = refusal(f);
-        if (reportsPreciseRefusalReasons()) {
-            assertThat(reason).isEqualTo(expected);
+        Throwable t = refusedByPeerFailure(f);
+        if (reportsPreciseRefusalReasons() && t instanceof RemoteAccessException refusedWith) {
+            assertThat(refusedWith.reason()).isEqualTo(expected);
         }
+        awaitNewConnectionAfterRefusal();
+    }
+
+    /** The refused connection is closed (operations on it fail as closed); continues on a new one. */
+    protected void awaitNewConnectionAfterRefusal() throws Exception {
         RdmaConnection refused = connection;
         eventually("the refused connection is closed", () -> !refused.isOpen());
         assertThat(failureOf(refused.read(dummyDescriptor(), 0, sink(client, 8).segment())))
@@ -277,9 +342,23 @@ public abstract class ProviderContractTest {
         RegionDescriptor forged = new RegionDescriptor(d.provider(), d.address(), d.length(), d.key(),
                 EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE));
         long rejectedBefore = server.metrics().rejectedRequests();
-        refusedByPeer(connection.write(forged, 0, source.segment()), RemoteAccessException.Reason.ACCESS_DENIED);
+        source.segment().fill((byte) 0x55);
+        CompletableFuture<Void> write = connection.write(forged, 0, source.segment());
+        if (writeCompletionsConfirmAcceptance()) {
+            refusedByPeer(write, RemoteAccessException.Reason.ACCESS_DENIED);
+        } else {
+            // the refusal may follow the local completion: it must still end the connection
+            try {
+                await(write);
+            } catch (ExecutionException e) {
+                assertThat(e.getCause()).isInstanceOfAny(RemoteAccessException.class, ConnectionClosedException.class);
+            }
+            awaitNewConnectionAfterRefusal();
+        }
         assertPattern(readOnly.segment(), 0);
-        assertThat(server.metrics().rejectedRequests()).isGreaterThan(rejectedBefore);
+        if (countsResponderWork()) {
+            assertThat(server.metrics().rejectedRequests()).isGreaterThan(rejectedBefore);
+        }
     }
 
     @Test
@@ -288,7 +367,14 @@ public abstract class ProviderContractTest {
         RegisteredRegion local = sink(client, 64);
         RegionDescriptor d = writeOnly.descriptor();
         RegionDescriptor forged = new RegionDescriptor(d.provider(), d.address(), d.length(), d.key(), Access.remoteReadWrite());
+        writeOnly.segment().fill((byte) 0x77);
+        if (!enforcesRemoteReadRight()) {
+            // the responder serves it (see enforcesRemoteReadRight): the local pre-check is all there is
+            assertThat(refusal(connection.read(d, 0, local.segment()))).isEqualTo(RemoteAccessException.Reason.ACCESS_DENIED);
+            return;
+        }
         refusedByPeer(connection.read(forged, 0, local.segment()), RemoteAccessException.Reason.ACCESS_DENIED);
+        assertUntouched(local.segment());
     }
 
     // ---- keys and bounds ----
@@ -300,6 +386,7 @@ public abstract class ProviderContractTest {
         RegionDescriptor d = remote.descriptor();
         RegionDescriptor forged = new RegionDescriptor(d.provider(), d.address(), d.length(), d.key() ^ 0x5a5a5a5a5a5aL, d.access());
         refusedByPeer(connection.read(forged, 0, local.segment()), RemoteAccessException.Reason.UNKNOWN_KEY);
+        assertUntouched(local.segment());
         // the genuine key works on a new connection
         await(connection.read(d, 0, local.segment()));
         assertPattern(local.segment(), 0);
@@ -313,7 +400,9 @@ public abstract class ProviderContractTest {
         await(connection.read(d, 0, local.segment()));
         remote.close();
         assertThat(remote.isOpen()).isFalse();
+        local.segment().fill((byte) 0);
         refusedByPeer(connection.read(d, 0, local.segment()), RemoteAccessException.Reason.UNKNOWN_KEY);
+        assertUntouched(local.segment());
     }
 
     @Test
@@ -338,6 +427,7 @@ public abstract class ProviderContractTest {
         refusedByPeer(connection.read(before, 0, local.segment().asSlice(0, 128)), RemoteAccessException.Reason.OUT_OF_RANGE);
         RegionDescriptor wrapping = new RegionDescriptor(d.provider(), Long.MAX_VALUE - 8, Long.MAX_VALUE, d.key(), d.access());
         refusedByPeer(connection.read(wrapping, 0, local.segment().asSlice(0, 64)), RemoteAccessException.Reason.OUT_OF_RANGE);
+        assertUntouched(local.segment());
         await(connection.read(d, 0, local.segment().asSlice(0, 4096)));
         assertPattern(local.segment().asSlice(0, 4096), 0);
     }
@@ -541,7 +631,7 @@ public abstract class ProviderContractTest {
         await(connection.write(remote.descriptor(), 0, local.segment().asSlice(0, 300)));
         RegionDescriptor d = remote.descriptor();
         RegionDescriptor forged = new RegionDescriptor(d.provider(), d.address(), d.length(), ~d.key(), d.access());
-        refusal(connection.read(forged, 0, local.segment().asSlice(0, 10)));
+        refusedByPeerFailure(connection.read(forged, 0, local.segment().asSlice(0, 10)));
 
         var reads = client.metrics().snapshot(OperationType.READ);
         assertThat(reads.count()).isEqualTo(6);
@@ -551,10 +641,12 @@ public abstract class ProviderContractTest {
         assertThat(writes.successes()).isEqualTo(1);
         assertThat(writes.bytes()).isEqualTo(300);
         assertThat(client.metrics().inFlight()).isZero();
-        assertThat(server.metrics().servedBytes(OperationType.READ)).isEqualTo(5000);
-        assertThat(server.metrics().servedOperations(OperationType.READ)).isEqualTo(5);
-        assertThat(server.metrics().servedBytes(OperationType.WRITE)).isEqualTo(300);
-        assertThat(server.metrics().rejectedRequests()).isEqualTo(1);
+        if (countsResponderWork()) {
+            assertThat(server.metrics().servedBytes(OperationType.READ)).isEqualTo(5000);
+            assertThat(server.metrics().servedOperations(OperationType.READ)).isEqualTo(5);
+            assertThat(server.metrics().servedBytes(OperationType.WRITE)).isEqualTo(300);
+            assertThat(server.metrics().rejectedRequests()).isEqualTo(1);
+        }
         assertThat(server.metrics().registeredRegions()).isEqualTo(1);
         assertThat(server.metrics().registeredBytes()).isEqualTo(8192);
     }

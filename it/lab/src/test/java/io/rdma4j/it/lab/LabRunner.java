@@ -66,7 +66,8 @@ final class LabRunner {
         return new LabRunner(Path.of(required("rdma4j.lab.script")), List.copyOf(classpath), testClasses,
                 Path.of(required("rdma4j.lab.resultsDir")),
                 System.getProperty("rdma4j.lab.include", DEFAULT_INCLUDE),
-                Duration.ofSeconds(Long.getLong("rdma4j.lab.timeoutSeconds", 900)));
+                // the verbs guest classes alone take ~11 min per boot on a quiet 2-core host
+                Duration.ofSeconds(Long.getLong("rdma4j.lab.timeoutSeconds", 1800)));
     }
 
     /** Why the lab cannot run here ({@code rdma-lab.sh status}), or empty when it can. */

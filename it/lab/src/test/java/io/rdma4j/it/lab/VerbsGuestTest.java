@@ -1,0 +1,282 @@
+package io.rdma4j.it.lab;
+
+import io.rdma4j.core.Access;
+import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaListener;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.RemoteAccessException;
+import io.rdma4j.core.TransportConfig;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.fail;
+
+/** What only a real verbs device shows: detection, NIC-reported errors, peer death, resource release. */
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
+class VerbsGuestTest {
+
+    private static final long WAIT = 120;
+    private final LabDevice device = LabDevice.current();
+
+    @Test
+    void autoDetectionClassifiesTheDevice() {
+        TransportConfig auto = TransportConfig.builder().device(device.name()).localAddress(device.address()).build();
+        try (RdmaTransport t = RdmaTransport.open(auto)) {
+            assertThat(t.provider()).isEqualTo("verbs");
+            String expected = device.kind() == LabDevice.Kind.RXE ? "RoCE v2" : "iWARP";
+            assertThat(t.selection().reason()).startsWith("auto: ").contains(device.name()).contains(expected);
+            System.out.println("[" + device.name() + "] auto selection: " + t.selection().reason());
+        }
+        // without any override, auto still picks verbs (rxe0 or siw0) over tcp
+        try (RdmaTransport t = RdmaTransport.open(TransportConfig.builder().localAddress(device.address()).build())) {
+            assertThat(t.provider()).isEqualTo("verbs");
+        }
+    }
+
+    @Test
+    void forgedKeyFailsWithTheCompletionStatusThenTheConnectionIsClosed() throws Exception {
+        try (Arena arena = Arena.ofShared(); Pair p = Pair.open(device)) {
+            RegisteredRegion remote = p.server.register(arena.allocate(4096, 64), Access.remoteRead());
+            RegisteredRegion sink = p.client.register(arena.allocate(4096, 64), Access.readSink());
+            RegionDescriptor d = remote.descriptor();
+            RegionDescriptor forged = new RegionDescriptor(d.provider(), d.address(), d.length(), d.key() ^ 0x00ff_ff00L, d.access());
+            Throwable t = failure(p.connection.read(forged, 0, sink.segment()));
+            if (device.kind() == LabDevice.Kind.SIW && t instanceof ConnectionClosedException) {
+                // iWARP: the responder answers with TERMINATE, which tears the connection down and flushes the READ
+                assertThat(t).hasMessageContaining("IBV_WC status 5");
+            } else {
+                assertThat(t).isInstanceOf(RemoteAccessException.class).hasMessageContaining("remote access error");
+            }
+            assertThat(sink.segment().asByteBuffer().equals(ByteBuffer.allocate(4096)))
+                    .as("the refused read returned no data").isTrue();
+            awaitClosed(p.connection);
+            assertThat(failure(p.connection.read(d, 0, sink.segment()))).isInstanceOf(ConnectionClosedException.class);
+            // a new connection works
+            RdmaConnection again = p.client.connect(p.listener.localAddress()).get(WAIT, TimeUnit.SECONDS);
+            again.read(d, 0, sink.segment()).get(WAIT, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void deregistrationWaitsForTheReadInFlight() throws Exception {
+        long size = 4L << 20;
+        try (Arena arena = Arena.ofShared(); Pair p = Pair.open(device)) {
+            MemorySegment published = arena.allocate(size, 4096);
+            for (long i = 0; i < size; i++) {
+                published.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 3));
+            }
+            RegisteredRegion remote = p.server.register(published, Access.remoteRead());
+            RegisteredRegion sink = p.client.register(arena.allocate(size, 4096), Access.readSink());
+            CompletableFuture<Void> read = p.connection.read(remote.descriptor(), 0, sink.segment());
+            // The transport revokes (ibv_dereg_mr) first, then waits for the operations pinning the region:
+            // close returns only once the NIC can no longer write into the sink.
+            sink.close();
+            assertThat(read).isDone();
+            try {
+                read.get(WAIT, TimeUnit.SECONDS);
+                for (long i = 0; i < size; i += 4093) {
+                    assertThat(sink.segment().get(ValueLayout.JAVA_BYTE, i)).isEqualTo((byte) (i * 7 + 3));
+                }
+            } catch (ExecutionException e) {
+                // the NIC refused the deregistered sink: the completion names it, and the QP is gone
+                assertThat(e.getCause()).hasMessageContaining("local protection error");
+                awaitClosed(p.connection);
+            }
+            assertThat(p.client.registeredRegions()).isZero();
+        }
+    }
+
+    @Test
+    void closingTheTransportLeavesNoMrOrQpBehind() throws Exception {
+        Counts before = Counts.now(device.name());
+        try (Arena arena = Arena.ofShared()) {
+            Pair p = Pair.open(device);
+            RegisteredRegion remote = p.server.register(arena.allocate(1 << 16, 64), Access.remoteRead());
+            RegisteredRegion sink = p.client.register(arena.allocate(1 << 16, 64), Access.readSink());
+            p.connection.read(remote.descriptor(), 0, sink.segment()).get(WAIT, TimeUnit.SECONDS);
+            Counts during = Counts.now(device.name());
+            assertThat(during.qp).as("QPs while connected").isGreaterThanOrEqualTo(before.qp + 2);
+            assertThat(during.mr).as("MRs while connected").isGreaterThanOrEqualTo(before.mr + 2);
+            p.close();
+        }
+        Counts after = Counts.now(device.name());
+        assertThat(after.qp).as("QPs after close (before: %s)", before).isEqualTo(before.qp);
+        assertThat(after.mr).as("MRs after close (before: %s)", before).isEqualTo(before.mr);
+        assertThat(after.cmId).as("cm ids after close (before: %s)", before).isEqualTo(before.cmId);
+        System.out.println("[" + device.name() + "] rdma resource before " + before + ", after " + after);
+    }
+
+    @Test
+    void peerDeathFailsReadsWithConnectionClosed() throws Exception {
+        long size = 16L << 20;
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Process child = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1",
+                "-cp", System.getProperty("java.class.path"), VerbsPeerProcess.class.getName(),
+                device.name(), device.address(), Long.toString(size)).redirectErrorStream(true).start();
+        try (Arena arena = Arena.ofShared(); RdmaTransport client = RdmaTransport.open(VerbsLab.config(device))) {
+            LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
+            Thread.ofVirtual().start(() -> {
+                try (BufferedReader r = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
+                    for (String line; (line = r.readLine()) != null; ) {
+                        lines.add(line);
+                    }
+                } catch (Exception ignored) {
+                    // the child was killed
+                }
+            });
+            String ready = null;
+            StringBuilder seen = new StringBuilder();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT);
+            while (ready == null && System.nanoTime() < deadline) {
+                String line = lines.poll(1, TimeUnit.SECONDS);
+                if (line != null) {
+                    seen.append(line).append('\n');
+                    if (line.startsWith("READY ")) {
+                        ready = line;
+                    }
+                }
+            }
+            if (ready == null) {
+                fail("child responder did not start:\n" + seen);
+            }
+            String[] f = ready.split(" ");
+            RegionDescriptor d = RegionDescriptor.fromBytes(HexFormat.of().parseHex(f[2]));
+            RdmaConnection c = client.connect(new InetSocketAddress(device.address(), Integer.parseInt(f[1])))
+                    .get(WAIT, TimeUnit.SECONDS);
+            RegisteredRegion sink = client.register(arena.allocate(size, 4096), Access.readSink());
+            c.read(d, 0, sink.segment().asSlice(0, 4096)).get(WAIT, TimeUnit.SECONDS);
+            List<CompletableFuture<Void>> reads = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                reads.add(c.read(d, 0, sink.segment()));
+            }
+            child.destroyForcibly().waitFor();
+            int closed = 0;
+            for (CompletableFuture<Void> r : reads) {
+                try {
+                    r.get(WAIT, TimeUnit.SECONDS);
+                } catch (ExecutionException e) {
+                    assertThat(e.getCause()).isInstanceOf(ConnectionClosedException.class);
+                    closed++;
+                }
+            }
+            assertThat(closed).as("reads cut off by the peer's death").isPositive();
+            awaitClosed(c);
+            assertThat(failure(c.read(d, 0, sink.segment().asSlice(0, 64)))).isInstanceOf(ConnectionClosedException.class);
+        } finally {
+            child.destroyForcibly();
+        }
+    }
+
+    // ---- helpers ----
+
+    /** Two transports on the device and one connection between them. */
+    static final class Pair implements AutoCloseable {
+        final RdmaTransport server;
+        final RdmaTransport client;
+        final RdmaListener listener;
+        final RdmaConnection connection;
+
+        private Pair(RdmaTransport server, RdmaTransport client, RdmaListener listener, RdmaConnection connection) {
+            this.server = server;
+            this.client = client;
+            this.listener = listener;
+            this.connection = connection;
+        }
+
+        static Pair open(LabDevice device) throws Exception {
+            return open(VerbsLab.config(device), device);
+        }
+
+        static Pair open(TransportConfig config, LabDevice device) throws Exception {
+            RdmaTransport server = RdmaTransport.open(config);
+            RdmaTransport client = RdmaTransport.open(config);
+            RdmaListener listener = server.listen(new InetSocketAddress(device.address(), 0), c -> { });
+            RdmaConnection connection = client.connect(listener.localAddress()).get(WAIT, TimeUnit.SECONDS);
+            return new Pair(server, client, listener, connection);
+        }
+
+        @Override
+        public void close() {
+            client.close();
+            server.close();
+        }
+    }
+
+    private static Throwable failure(CompletableFuture<?> f) throws Exception {
+        try {
+            f.get(WAIT, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            return e.getCause();
+        }
+        throw new AssertionError("operation succeeded but was expected to fail");
+    }
+
+    private static void awaitClosed(RdmaConnection c) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT);
+        while (c.isOpen()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("connection still open");
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    /** The resource counts `rdma resource show` prints for one device. */
+    record Counts(int qp, int mr, int cmId, String line) {
+        private static final Pattern FIELD = Pattern.compile("\\b(\\S+) (\\d+)");
+
+        static Counts now(String device) throws Exception {
+            String out = GuestCommand.run(Duration.ofSeconds(60), "rdma", "resource", "show").requireSuccess();
+            for (String line : out.lines().toList()) {
+                if (line.contains(" " + device + ":")) {
+                    int qp = -1;
+                    int mr = -1;
+                    int cm = -1;
+                    Matcher m = FIELD.matcher(line.substring(line.indexOf(device + ":") + device.length() + 1));
+                    while (m.find()) {
+                        switch (m.group(1)) {
+                            case "qp" -> qp = Integer.parseInt(m.group(2));
+                            case "mr" -> mr = Integer.parseInt(m.group(2));
+                            case "cm_id" -> cm = Integer.parseInt(m.group(2));
+                            default -> { }
+                        }
+                    }
+                    if (qp < 0 || mr < 0 || cm < 0) {
+                        throw new AssertionError("cannot read qp/mr/cm_id from: " + line);
+                    }
+                    return new Counts(qp, mr, cm, line.strip());
+                }
+            }
+            throw new AssertionError("no line for " + device + " in `rdma resource show`:\n" + out);
+        }
+
+        @Override
+        public String toString() {
+            return line;
+        }
+    }
+}
