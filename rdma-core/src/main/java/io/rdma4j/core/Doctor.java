@@ -26,6 +26,9 @@ public final class Doctor {
     public static void main(String[] args) {
         Map<String, String> properties = new HashMap<>();
         for (String arg : args) {
+            if (arg.startsWith("--")) {
+                continue; // a launcher's own flag (the samples runner passes --exit), not a transport option
+            }
             int eq = arg.indexOf('=');
             if (eq <= 0) {
                 System.err.println("arguments are key=value transport options, e.g. device=mlx5_0; got '" + arg + "'");
