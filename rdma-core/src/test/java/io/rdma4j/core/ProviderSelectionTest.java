@@ -4,19 +4,26 @@ import io.rdma4j.core.internal.ProviderRegistry;
 import io.rdma4j.core.spi.RdmaProvider;
 import org.junit.jupiter.api.Test;
 
+import java.util.List;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class ProviderSelectionTest {
 
     @Test
-    void autoPicksTcpWhenItIsTheOnlyProviderHere() {
-        // Only the tcp provider is on this module's class path (the verbs provider is not part of it yet).
-        assertThat(ProviderRegistry.providers()).extracting(RdmaProvider::name).containsExactly("tcp");
-        ProviderSelection s = ProviderRegistry.explain(TransportConfig.defaults());
-        assertThat(s.provider()).isEqualTo("tcp");
-        assertThat(s.reason()).startsWith("auto: ").contains("no RDMA device needed");
-        try (RdmaTransport t = RdmaTransport.open(TransportConfig.defaults())) {
+    void autoPicksTheFirstUsableProviderInPreferenceOrderAndSaysWhyNotTheOthers() {
+        TransportConfig config = TransportConfig.defaults();
+        List<RdmaProvider> providers = ProviderRegistry.providers();
+        assertThat(providers).extracting(RdmaProvider::name).containsExactly("verbs", "tcp");
+        RdmaProvider firstUsable = providers.stream().filter(p -> p.probe(config).usable()).findFirst().orElseThrow();
+        ProviderSelection s = ProviderRegistry.explain(config);
+        assertThat(s.provider()).isEqualTo(firstUsable.name());
+        assertThat(s.reason()).startsWith("auto: ").endsWith(firstUsable.probe(config).reason());
+        for (RdmaProvider skipped : providers.subList(0, providers.indexOf(firstUsable))) {
+            assertThat(s.reason()).contains(skipped.name() + " unusable: " + skipped.probe(config).reason());
+        }
+        try (RdmaTransport t = RdmaTransport.open(config)) {
             assertThat(t.selection()).isEqualTo(s);
         }
     }
