@@ -79,10 +79,6 @@ public record TransportConfig(
         return new Builder(this);
     }
 
-    public Optional<String> deviceOverride() {
-        return Optional.ofNullable(device);
-    }
-
     public Optional<String> sharedSecretValue() {
         return Optional.ofNullable(sharedSecret).filter(s -> !s.isEmpty());
     }

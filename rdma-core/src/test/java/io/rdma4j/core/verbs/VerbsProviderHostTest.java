@@ -33,7 +33,11 @@ class VerbsProviderHostTest {
 
     @BeforeAll
     static void requireAHostWithoutRdma() {
-        // These tests state what happens without devices; on an RDMA host the lab/guest tests apply instead.
+        // These tests state what happens on a host without RDMA devices. CI and the build machines of this
+        // project are such hosts (their kernel has no RDMA support), so this never skips there: the surefire
+        // report shows "Skipped: 0". On a developer's RDMA host the expectations are the opposite (verbs is
+        // usable) and the lab's guest tests and the contract suite cover that path; failing here would only
+        // report the host, not a defect. Host-independent checks live in VerbsMappingTest, unconditionally.
         assumeTrue(SysfsScanner.host().scan().devices().isEmpty(), "this host has RDMA devices");
     }
 
