@@ -16,7 +16,7 @@ import org.xml.sax.SAXException;
  * The outcome of one guest JVM run, read from the legacy JUnit XML reports the console launcher writes
  * ({@code TEST-*.xml}). A skipped guest test counts as a problem: the lab must not skip silently.
  */
-record GuestReport(String device, int executed, List<String> problems) {
+public record GuestReport(String device, int executed, List<String> problems) {
 
     static GuestReport read(String device, Path reportsDir) throws IOException {
         if (!Files.isDirectory(reportsDir)) {
@@ -52,11 +52,11 @@ record GuestReport(String device, int executed, List<String> problems) {
         return new GuestReport(device, executed, List.copyOf(problems));
     }
 
-    boolean passed() {
+    public boolean passed() {
         return executed > 0 && problems.isEmpty();
     }
 
-    String summary() {
+    public String summary() {
         return device + ": " + executed + " tests executed, " + problems.size() + " problems"
                 + (executed == 0 && problems.isEmpty() ? " (no tests ran)" : "");
     }
