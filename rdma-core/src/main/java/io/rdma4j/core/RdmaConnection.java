@@ -39,6 +39,16 @@ public interface RdmaConnection extends AutoCloseable {
     CompletableFuture<Void> readAll(List<ReadRequest> reads);
 
     /**
+     * {@link #read} that returns once the bytes are in {@code sink}, the lowest-latency way to make a small
+     * read: the calling thread waits for the completion itself. On the verbs provider it polls the
+     * connection's completion queue (no hand-off to and from the progress thread, as perftest's
+     * {@code ib_read_lat} does); elsewhere it blocks on the operation. Throws what {@link #read}'s future
+     * fails with; an interrupt does not cut the wait short (the read owns the sink until it finished) but
+     * stays set.
+     */
+    void readAndWait(RegionDescriptor remote, long remoteOffset, MemorySegment sink);
+
+    /**
      * Writes {@code source} to {@code remoteOffset} of the remote region, which must have been registered
      * with {@link Access#REMOTE_WRITE}. {@code source} must lie inside a region registered with this
      * transport.

@@ -14,6 +14,7 @@ import io.rdma4j.kafka.protocol.Watermark;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.CorruptRecordException;
+import org.apache.kafka.common.errors.RecordDeserializationException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import io.rdma4j.kafka.protocol.RecordBatchParser;
 import org.apache.kafka.common.serialization.Deserializer;
@@ -222,7 +223,17 @@ final class RdmaFetcher implements AutoCloseable {
                         if (out.size() == maxRecords) {
                             break batches; // The cursor stays on this batch; the rest is read next time.
                         }
-                        out.add(toConsumerRecord(tp, batch, r, epoch, keys, values));
+                        ConsumerRecord<K, V> record;
+                        try {
+                            record = toConsumerRecord(tp, batch, r, epoch, keys, values);
+                        } catch (RecordDeserializationException e) {
+                            if (out.isEmpty()) {
+                                throw e;
+                            }
+                            // As KafkaConsumer: the records before it first; the next poll throws, at its offset.
+                            break batches;
+                        }
+                        out.add(record);
                         next = r.offset() + 1;
                     }
                 }
@@ -241,7 +252,7 @@ final class RdmaFetcher implements AutoCloseable {
     private PooledBuffer read(RdmaConnection c, DirectoryProtocol.Segment seg, long offset, long length) {
         PooledBuffer buffer = pool.acquire(length);
         try {
-            await(c.read(seg.region(), offset, buffer.segment()));
+            c.readAndWait(seg.region(), offset, buffer.segment());
             return buffer;
         } catch (RuntimeException e) {
             buffer.close();
@@ -254,11 +265,35 @@ final class RdmaFetcher implements AutoCloseable {
         RecordHeaders headers = new RecordHeaders(r.headers());
         byte[] keyBytes = r.key() == null ? null : toArray(r.key());
         byte[] valueBytes = r.value() == null ? null : toArray(r.value());
-        K key = keyBytes == null ? null : keys.deserialize(tp.topic(), headers, keyBytes);
-        V value = valueBytes == null ? null : values.deserialize(tp.topic(), headers, valueBytes);
+        K key;
+        V value;
+        try {
+            key = keyBytes == null ? null : keys.deserialize(tp.topic(), headers, keyBytes);
+        } catch (RuntimeException e) {
+            throw deserializationFailure(RecordDeserializationException.DeserializationExceptionOrigin.KEY, tp, batch, r,
+                    keyBytes, valueBytes, headers, e);
+        }
+        try {
+            value = valueBytes == null ? null : values.deserialize(tp.topic(), headers, valueBytes);
+        } catch (RuntimeException e) {
+            throw deserializationFailure(RecordDeserializationException.DeserializationExceptionOrigin.VALUE, tp, batch, r,
+                    keyBytes, valueBytes, headers, e);
+        }
         return new ConsumerRecord<>(tp.topic(), tp.partition(), r.offset(), r.timestamp(), batch.timestampType(),
                 keyBytes == null ? ConsumerRecord.NULL_SIZE : keyBytes.length,
                 valueBytes == null ? ConsumerRecord.NULL_SIZE : valueBytes.length, key, value, headers, epoch);
+    }
+
+    /** What KafkaConsumer throws for a record its deserializers reject; the position stays on that record. */
+    private static RecordDeserializationException deserializationFailure(
+            RecordDeserializationException.DeserializationExceptionOrigin origin, TopicPartition tp,
+            RecordBatchParser.Batch batch, RecordBatchParser.ParsedRecord r, byte[] keyBytes, byte[] valueBytes,
+            RecordHeaders headers, RuntimeException cause) {
+        return new RecordDeserializationException(origin, tp, r.offset(), r.timestamp(), batch.timestampType(),
+                keyBytes == null ? null : ByteBuffer.wrap(keyBytes), valueBytes == null ? null : ByteBuffer.wrap(valueBytes),
+                headers, "Error deserializing " + origin.name().toLowerCase(java.util.Locale.ROOT) + " for partition " + tp
+                        + " at offset " + r.offset() + ". If needed, please seek past the record to continue consumption.",
+                cause);
     }
 
     private static byte[] toArray(ByteBuffer b) {
@@ -270,7 +305,7 @@ final class RdmaFetcher implements AutoCloseable {
     private Watermark readWatermark(RdmaConnection c, PartitionState st) {
         try (PooledBuffer buffer = pool.acquire(Watermark.SIZE)) {
             for (int attempt = 0; attempt < 100; attempt++) {
-                await(c.read(st.watermark, 0, buffer.segment()));
+                c.readAndWait(st.watermark, 0, buffer.segment());
                 Watermark w = Watermark.readFrom(buffer.segment());
                 if (w != null) {
                     return w;

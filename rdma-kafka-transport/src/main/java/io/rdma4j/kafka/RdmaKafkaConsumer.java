@@ -20,6 +20,7 @@ import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.errors.RecordDeserializationException;
 import org.apache.kafka.common.metrics.KafkaMetric;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.slf4j.Logger;
@@ -161,7 +162,15 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                     continue;
                 }
                 long position = delegate.position(tp);
-                RdmaFetcher.Result result = fetcher.fetch(tp, position, budget, maxPartitionFetchBytes, keyDeserializer, valueDeserializer);
+                RdmaFetcher.Result result;
+                try {
+                    result = fetcher.fetch(tp, position, budget, maxPartitionFetchBytes, keyDeserializer, valueDeserializer);
+                } catch (RecordDeserializationException e) {
+                    if (merged.isEmpty()) {
+                        throw e;
+                    }
+                    break; // return what other partitions gave first; the next poll throws (as KafkaConsumer does)
+                }
                 switch (result) {
                     case RdmaFetcher.Records<?, ?> r -> {
                         @SuppressWarnings("unchecked")

@@ -136,6 +136,64 @@ class RdmaKafkaConsumerTest {
         }
     }
 
+    @Test
+    void deserializerFailureIsARecordDeserializationExceptionAtThatRecordAsInKafkaConsumer() throws Exception {
+        String topic = topic(1, Map.of());
+        produce(topic, 300, 50, Map.of());
+        TopicPartition tp = new TopicPartition(topic, 0);
+        Map<String, Object> poisoned = Map.of(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, PoisonDeserializer.class);
+        List<Seen> plain = consumeAcrossPoison(plainConsumer(poisoned), tp);
+        try (Consumer<String, String> c = rdmaConsumer(poisoned)) {
+            List<Seen> got = consumeAcrossPoison(c, tp);
+            assertThat(got).isEqualTo(plain);
+            assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords()).as("records came by RDMA").isEqualTo(299);
+        }
+        assertThat(plain).hasSize(299);
+    }
+
+    /** Consumes up to the poison record, checks the exception and the position, seeks past it, consumes the rest. */
+    private static List<Seen> consumeAcrossPoison(Consumer<String, String> c, TopicPartition tp) {
+        try (c) {
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            List<Seen> out = new ArrayList<>();
+            org.apache.kafka.common.errors.RecordDeserializationException failure = null;
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (failure == null && System.nanoTime() < deadline) {
+                try {
+                    c.poll(Duration.ofMillis(200)).forEach(r -> out.add(Seen.of(r)));
+                } catch (org.apache.kafka.common.errors.RecordDeserializationException e) {
+                    failure = e;
+                }
+            }
+            assertThat(failure).as("the poison record's failure").isNotNull();
+            assertThat(failure.offset()).isEqualTo(PoisonDeserializer.POISON_OFFSET);
+            assertThat(failure.topicPartition()).isEqualTo(tp);
+            assertThat(failure.origin()).isEqualTo(org.apache.kafka.common.errors.RecordDeserializationException.DeserializationExceptionOrigin.VALUE);
+            assertThat(failure.getCause()).hasMessageContaining("poison");
+            assertThat(out).extracting(Seen::offset).containsExactlyElementsOf(
+                    java.util.stream.LongStream.range(0, PoisonDeserializer.POISON_OFFSET).boxed().toList());
+            assertThat(c.position(tp)).as("the position stays on the record that failed").isEqualTo(PoisonDeserializer.POISON_OFFSET);
+            c.seek(tp, PoisonDeserializer.POISON_OFFSET + 1);
+            out.addAll(pollUntil(c, 300 - (int) PoisonDeserializer.POISON_OFFSET - 1));
+            return out;
+        }
+    }
+
+    /** Fails on one record's value, as a deserializer meeting bytes it cannot parse does. */
+    public static final class PoisonDeserializer implements org.apache.kafka.common.serialization.Deserializer<String> {
+        static final long POISON_OFFSET = 150;
+
+        @Override
+        public String deserialize(String topic, byte[] data) {
+            String s = new String(data, StandardCharsets.UTF_8);
+            if (s.startsWith("v" + POISON_OFFSET + "-")) {
+                throw new org.apache.kafka.common.errors.SerializationException("poison value at " + POISON_OFFSET);
+            }
+            return s;
+        }
+    }
+
     private void awaitExported(TopicPartition tp, long highWatermark) throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (exporter.exportedHighWatermark(tp) < highWatermark) {

@@ -81,6 +81,59 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
     }
 
     @Override
+    public void readAndWait(RegionDescriptor remote, long remoteOffset, MemorySegment sink) {
+        checkOpen();
+        checkRemote(remote, remoteOffset, sink.byteSize(), Access.REMOTE_READ);
+        DefaultRegion local = transport.localRegion(sink, Access.LOCAL_WRITE);
+        if (sink.byteSize() > transport.maxOperationLength()) {
+            // split into several operations: the asynchronous path knows how
+            awaitResult(read(remote, remoteOffset, sink));
+            return;
+        }
+        Tracker t = begin(OperationType.READ, sink.byteSize(), local);
+        CompletableFuture<Void> op;
+        try {
+            op = pc.read(remote.address() + remoteOffset, remote.key(), sink, local.providerRegion());
+        } catch (RuntimeException e) {
+            op = CompletableFuture.failedFuture(e);
+        }
+        if (!pc.await(op, t.startNanos + timeout.toNanos())) {
+            t.onTimeout();
+            // The provider fails the operation once the connection is closed; only then is the sink free.
+            pc.await(op, System.nanoTime() + Long.MAX_VALUE / 2);
+        }
+        Throwable cause = t.settle(op.isCompletedExceptionally() ? op.exceptionNow() : null);
+        if (cause != null) {
+            throw rethrowable(cause);
+        }
+    }
+
+    /** Waits for a user-facing future without giving up on interrupts; throws what it failed with. */
+    private static void awaitResult(CompletableFuture<Void> f) {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    f.get();
+                    return;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (java.util.concurrent.ExecutionException e) {
+                    throw rethrowable(unwrap(e.getCause()));
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private static RuntimeException rethrowable(Throwable cause) {
+        return cause instanceof RuntimeException r ? r : new RdmaException(cause.getMessage(), cause);
+    }
+
+    @Override
     public CompletableFuture<Void> write(RegionDescriptor remote, long remoteOffset, MemorySegment source) {
         try {
             checkOpen();
@@ -225,7 +278,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
             return result;
         }
 
-        private void onTimeout() {
+        void onTimeout() {
             timedOut = new RdmaTimeoutException(type.tagValue() + " of " + bytes + " bytes did not complete within "
                     + timeout + "; closing " + DefaultConnection.this + " (peer unresponsive)");
             // Closing makes the provider fail the operation; we report the timeout only once the provider
@@ -234,6 +287,18 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         }
 
         void finish(Void v, Throwable error) {
+            Throwable failure = settle(error);
+            transport.completions().execute(() -> {
+                if (failure == null) {
+                    result.complete(null);
+                } else {
+                    result.completeExceptionally(failure);
+                }
+            });
+        }
+
+        /** Gives the slot and the pin back, records metrics; the cause the user sees, or null. */
+        Throwable settle(Throwable error) {
             // Decrement before releasing the slot, so outstandingOperations() never exceeds the limit.
             outstanding.decrementAndGet();
             permits.release();
@@ -251,14 +316,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
                         + "); the connection is closed, as an RDMA queue pair would be", rejected));
             }
             transport.metrics().operationFinished(type, bytes, System.nanoTime() - startNanos, cause == null);
-            Throwable failure = cause;
-            transport.completions().execute(() -> {
-                if (failure == null) {
-                    result.complete(null);
-                } else {
-                    result.completeExceptionally(failure);
-                }
-            });
+            return cause;
         }
     }
 

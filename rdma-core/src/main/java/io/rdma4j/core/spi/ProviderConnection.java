@@ -5,7 +5,11 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * A provider's connection. The transport has already checked bounds against the descriptor, rights,
@@ -28,6 +32,34 @@ public interface ProviderConnection {
             results.add(read(r.remoteAddress(), r.remoteKey(), r.sink(), r.localRegion()));
         }
         return results;
+    }
+
+    /**
+     * Waits until {@code operation} (a future this connection returned) is done, or until
+     * {@code deadlineNanos} on the {@link System#nanoTime()} scale; false at the deadline. Providers that can
+     * reap completions in the calling thread override this, so a waiting caller needs no thread hand-off.
+     * Interrupts do not end the wait; the flag is restored.
+     */
+    default boolean await(CompletableFuture<Void> operation, long deadlineNanos) {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    operation.get(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
+                    return true;
+                } catch (ExecutionException | CancellationException e) {
+                    return true;
+                } catch (TimeoutException e) {
+                    return false;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 
     /** One-sided write of {@code source} at remote virtual address {@code remoteAddress}. */

@@ -39,7 +39,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * peer's free receive slots, returned in every message header or in a credit-only message) so a SEND never
  * finds no receive posted: iWARP has no RNR retry and would fail the queue pair.
  *
- * <p>Threads: callers post under {@link #lock}; only the progress thread polls the CQ and tears down.
+ * <p>Threads: callers post under {@link #lock}. The CQ is polled under {@link #pollLock}, by the progress
+ * thread or by a caller waiting in {@link #await} (which reaps completions itself, saving two thread
+ * hand-offs); only the progress thread tears down, also under {@link #pollLock}.
  */
 final class VerbsConnection implements ProviderConnection {
 
@@ -64,6 +66,11 @@ final class VerbsConnection implements ProviderConnection {
     private final MemorySegment id;
     private final Arena arena = Arena.ofShared();
     private final ReentrantLock lock = new ReentrantLock();
+    /** Whoever polls the CQ holds this: the progress thread or a waiting caller, never both. */
+    private final ReentrantLock pollLock = new ReentrantLock();
+    /** Guarded by pollLock: the CQ is destroyed. */
+    private boolean torn;
+    private MemorySegment completions;
     private State state = State.CONNECTING;
     private volatile BlockingQueue<VerbsTransport.CmEvent> setupEvents;
     private Runnable onEstablished;
@@ -124,10 +131,6 @@ final class VerbsConnection implements ProviderConnection {
         this.id = id;
     }
 
-    static MemorySegment allocateCompletions(Arena arena) {
-        return ibv_wc.allocateArray(POLL_BATCH, arena);
-    }
-
     void setupEvents(BlockingQueue<VerbsTransport.CmEvent> queue) {
         this.setupEvents = queue;
     }
@@ -181,6 +184,7 @@ final class VerbsConnection implements ProviderConnection {
         sendWrs = ibv_send_wr.allocateArray(BATCH, arena);
         sendSges = ibv_sge.allocateArray(BATCH, arena);
         badWr = arena.allocate(ValueLayout.ADDRESS);
+        completions = ibv_wc.allocateArray(POLL_BATCH, arena);
         for (int i = 0; i < recvSlots; i++) {
             postReceive(i);
         }
@@ -495,17 +499,60 @@ final class VerbsConnection implements ProviderConnection {
 
     // ---- progress (progress thread only) ----
 
+    /** Progress thread, before sleeping: asks for an event on the next completion (skipped while a caller polls). */
     void arm() {
-        if (cq != null) {
-            VerbsOps.reqNotifyCq(cq, false);
+        if (pollLock.tryLock()) {
+            try {
+                if (!torn && cq != null) {
+                    VerbsOps.reqNotifyCq(cq, false);
+                }
+            } finally {
+                pollLock.unlock();
+            }
         }
     }
 
-    /** Polls this connection's CQ once; tears down when closing and drained. True when it found completions. */
-    boolean progress(MemorySegment wcs) {
-        int n = VerbsOps.pollCq(cq, POLL_BATCH, wcs);
+    /** Progress thread's answer from {@link #progress()}: a caller is polling this CQ right now. */
+    static final int CALLER_POLLING = -1;
+
+    /**
+     * Progress thread: polls this connection's CQ once and tears down when closing and drained. Returns
+     * the completions found, or {@link #CALLER_POLLING} when a waiting caller holds the CQ.
+     */
+    int progress() {
+        if (!pollLock.tryLock()) {
+            return CALLER_POLLING;
+        }
+        try {
+            if (torn) {
+                return 0;
+            }
+            int n = reap();
+            State s;
+            boolean drained;
+            long deadline;
+            lock.lock();
+            try {
+                s = state;
+                drained = sendQueue.isEmpty();
+                deadline = closeDeadline;
+            } finally {
+                lock.unlock();
+            }
+            if (s == State.CLOSING && (drained || System.nanoTime() - deadline > 0)) {
+                finish();
+            }
+            return Math.max(n, 0);
+        } finally {
+            pollLock.unlock();
+        }
+    }
+
+    /** Under pollLock: one ibv_poll_cq, each completion dispatched in this thread. */
+    private int reap() {
+        int n = VerbsOps.pollCq(cq, POLL_BATCH, completions);
         for (int i = 0; i < n; i++) {
-            MemorySegment wc = ibv_wc.asSlice(wcs, i);
+            MemorySegment wc = ibv_wc.asSlice(completions, i);
             long wrId = ibv_wc.wr_id(wc);
             int status = ibv_wc.status(wc);
             if ((wrId & RECV_BIT) != 0) {
@@ -517,21 +564,39 @@ final class VerbsConnection implements ProviderConnection {
         if (n < 0) {
             beginClose(new ConnectionClosedException("ibv_poll_cq failed (" + n + ") on " + this));
         }
-        State s;
-        boolean drained;
-        long deadline;
-        lock.lock();
-        try {
-            s = state;
-            drained = sendQueue.isEmpty();
-            deadline = closeDeadline;
-        } finally {
-            lock.unlock();
+        return n;
+    }
+
+    /**
+     * The caller polls the CQ itself for up to {@code verbs.await-spin-micros}, as perftest does, then
+     * blocks on the future and leaves the polling to the progress thread.
+     */
+    @Override
+    public boolean await(CompletableFuture<Void> operation, long deadlineNanos) {
+        long spinUntil = System.nanoTime() + transport.awaitSpinNanos;
+        while (!operation.isDone()) {
+            long now = System.nanoTime();
+            if (now - deadlineNanos >= 0) {
+                return false;
+            }
+            if (now - spinUntil >= 0) {
+                return ProviderConnection.super.await(operation, deadlineNanos);
+            }
+            if (pollLock.tryLock()) {
+                try {
+                    if (torn) {
+                        // torn down: the progress thread has failed what was pending
+                        return ProviderConnection.super.await(operation, deadlineNanos);
+                    }
+                    reap();
+                } finally {
+                    pollLock.unlock();
+                }
+            } else {
+                Thread.onSpinWait();
+            }
         }
-        if (s == State.CLOSING && (drained || System.nanoTime() - deadline > 0)) {
-            finish();
-        }
-        return n > 0;
+        return true;
     }
 
     private void onSendCompletion(long wrId, int status) {
@@ -673,6 +738,7 @@ final class VerbsConnection implements ProviderConnection {
             lock.unlock();
         }
         transport.detach(this);
+        torn = true; // under pollLock (finish runs inside progress())
         releaseNative();
         // Report the close before failing what was pending: whoever sees an operation fail as closed
         // then also sees the connection closed.
@@ -705,6 +771,12 @@ final class VerbsConnection implements ProviderConnection {
 
     /** Teardown of a connection that never reached the progress thread (setup failed or was refused). */
     void destroyUnattached() {
+        pollLock.lock();
+        try {
+            torn = true;
+        } finally {
+            pollLock.unlock();
+        }
         lock.lock();
         try {
             if (state == State.CLOSED) {

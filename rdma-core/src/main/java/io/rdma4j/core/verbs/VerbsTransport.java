@@ -50,6 +50,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
 /**
@@ -65,6 +66,7 @@ final class VerbsTransport implements ProviderTransport {
     static final long MAX_OPERATION_LENGTH_CAP = 1L << 30;
     private static final int POLL_TIMEOUT_MS = 50;
     private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
+    private static final long CALLER_POLLING_BACKOFF_NANOS = TimeUnit.MICROSECONDS.toNanos(100);
 
     final TransportConfig config;
     final TransportMetrics metrics;
@@ -72,6 +74,8 @@ final class VerbsTransport implements ProviderTransport {
     final boolean iwarp;
     /** {@code verbs.busy-poll}: the progress thread spins instead of arming the CQs and sleeping. */
     private final boolean busyPoll;
+    /** {@code verbs.await-spin-micros}: how long a caller waiting on an operation polls the CQ itself. */
+    final long awaitSpinNanos;
     final InetAddress localAddress;
     final int receiveDepth;
     private final Arena arena = Arena.ofShared();
@@ -102,6 +106,11 @@ final class VerbsTransport implements ProviderTransport {
         this.localAddress = localAddress;
         this.receiveDepth = config.option(VerbsProvider.NAME, "receive-depth").map(Integer::parseInt).orElse(32);
         this.busyPoll = config.option(VerbsProvider.NAME, "busy-poll").map(VerbsTransport::parseBoolean).orElse(false);
+        long awaitSpinMicros = config.option(VerbsProvider.NAME, "await-spin-micros").map(Long::parseLong).orElse(1000L);
+        if (awaitSpinMicros < 0 || awaitSpinMicros > 1_000_000) {
+            throw new IllegalArgumentException("verbs.await-spin-micros must be in [0, 1000000], got " + awaitSpinMicros);
+        }
+        this.awaitSpinNanos = TimeUnit.MICROSECONDS.toNanos(awaitSpinMicros);
         if (receiveDepth < 2 || receiveDepth > 4096) {
             throw new IllegalArgumentException("verbs.receive-depth must be in [2, 4096], got " + receiveDepth);
         }
@@ -516,14 +525,16 @@ final class VerbsTransport implements ProviderTransport {
     private void progressLoop() {
         try (Arena a = Arena.ofConfined()) {
             Poll poll = Poll.forReading(ibv_comp_channel.fd(compChannel), a);
-            MemorySegment wcs = VerbsConnection.allocateCompletions(a);
             MemorySegment cqOut = a.allocate(ValueLayout.ADDRESS);
             MemorySegment ctxOut = a.allocate(ValueLayout.ADDRESS);
             long idleSince = System.nanoTime();
             while (running || !attached.isEmpty()) {
                 boolean any = false;
+                boolean callerPolling = false;
                 for (VerbsConnection c : attached) {
-                    any |= c.progress(wcs);
+                    int found = c.progress();
+                    any |= found > 0;
+                    callerPolling |= found == VerbsConnection.CALLER_POLLING;
                 }
                 if (any) {
                     idleSince = System.nanoTime();
@@ -533,12 +544,20 @@ final class VerbsTransport implements ProviderTransport {
                     Thread.onSpinWait();
                     continue;
                 }
+                if (callerPolling) {
+                    // A waiting caller reaps that CQ; completions it leaves behind are seen at the next pass.
+                    // Sleeping on the channel could miss them (they may predate the arming), spinning would
+                    // take the CPU the caller and the device need.
+                    LockSupport.parkNanos(CALLER_POLLING_BACKOFF_NANOS);
+                    continue;
+                }
                 for (VerbsConnection c : attached) {
                     c.arm();
                 }
                 // A completion that arrived before arming raises no event: look once more before sleeping.
                 for (VerbsConnection c : attached) {
-                    any |= c.progress(wcs);
+                    int found = c.progress();
+                    any |= found != 0; // a caller polling now: do not sleep either
                 }
                 if (!any && poll.awaitReadable(POLL_TIMEOUT_MS)) {
                     do {

@@ -314,6 +314,69 @@ public abstract class ProviderContractTest {
         }
     }
 
+    // ---- reads the caller waits for ----
+
+    @ParameterizedTest(name = "{0} bytes")
+    @ValueSource(longs = {8, 4096, (1 << 20) + 3})
+    void readAndWaitReturnsWithTheBytes(long size) {
+        RegisteredRegion remote = published(server, size + 5, Access.remoteRead());
+        RegisteredRegion local = sink(client, size);
+        connection.readAndWait(remote.descriptor(), 5, local.segment());
+        assertPattern(local.segment(), 5);
+        assertThat(connection.outstandingOperations()).isZero();
+    }
+
+    @Test
+    void readAndWaitInterleavesWithAsynchronousReads() throws Exception {
+        // A waiting caller may reap the completions of other operations: they must still complete.
+        RegisteredRegion remote = published(server, 1 << 20, Access.remoteRead());
+        RegisteredRegion asyncSinks = sink(client, 64 * 4096);
+        RegisteredRegion small = sink(client, 8);
+        List<CompletableFuture<Void>> pending = new ArrayList<>();
+        long readsBefore = client.metrics().snapshot(OperationType.READ).successes();
+        for (int round = 0; round < 200; round++) {
+            int slot = round % 64;
+            if (pending.size() == 64) {
+                await(pending.removeFirst());
+            }
+            pending.add(connection.read(remote.descriptor(), slot * 4096L, asyncSinks.segment().asSlice(slot * 4096L, 4096)));
+            connection.readAndWait(remote.descriptor(), round * 8L, small.segment());
+            assertPattern(small.segment(), round * 8L);
+        }
+        for (CompletableFuture<Void> f : pending) {
+            await(f);
+        }
+        assertPattern(asyncSinks.segment(), 0);
+        assertThat(client.metrics().snapshot(OperationType.READ).successes() - readsBefore).as("reads counted, both kinds").isEqualTo(400);
+    }
+
+    @Test
+    void readAndWaitThrowsWhatTheReadFailsWith() throws Exception {
+        RegisteredRegion remote = published(server, 4096, Access.remoteRead());
+        RegisteredRegion local = sink(client, 64);
+        RegionDescriptor d = remote.descriptor();
+        assertThatThrownBy(() -> connection.readAndWait(d, 4096 - 63, local.segment()))
+                .isInstanceOfSatisfying(RemoteAccessException.class,
+                        e -> assertThat(e.reason()).isEqualTo(RemoteAccessException.Reason.OUT_OF_RANGE));
+        assertThat(connection.isOpen()).as("a refusal by the local pre-check keeps the connection").isTrue();
+        RegionDescriptor forged = new RegionDescriptor(d.provider(), d.address(), d.length(), d.key() ^ 0x5a5a5a5a5a5aL, d.access());
+        refusedByPeer(asFuture(() -> connection.readAndWait(forged, 0, local.segment())), RemoteAccessException.Reason.UNKNOWN_KEY);
+        assertUntouched(local.segment());
+        assertThat(connection.isOpen()).isTrue(); // the new connection after the refusal
+        connection.close();
+        assertThatThrownBy(() -> connection.readAndWait(d, 0, local.segment())).isInstanceOf(ConnectionClosedException.class);
+    }
+
+    /** A blocking call's outcome as a completed future, for the helpers that judge futures. */
+    protected static CompletableFuture<Void> asFuture(Runnable blocking) {
+        try {
+            blocking.run();
+            return CompletableFuture.completedFuture(null);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
     // ---- writes ----
 
     @Test

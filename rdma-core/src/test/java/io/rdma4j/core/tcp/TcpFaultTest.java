@@ -32,6 +32,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** The tcp responder and requester facing a misbehaving peer driven by hand over a raw socket. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -315,6 +316,22 @@ class TcpFaultTest {
             RegionDescriptor remote = new RegionDescriptor("tcp", 0x1000, 64, 42, Access.remoteRead());
             assertThat(failure(c.read(remote, 0, sink.segment()))).isInstanceOf(RdmaTimeoutException.class);
             assertThat(c.isOpen()).isFalse();
+            assertThat(accepted.get(10, TimeUnit.SECONDS).closedByPeer()).isTrue();
+            accepted.get().close();
+        }
+    }
+
+    @Test
+    void readAndWaitOnAPeerThatNeverAnswersTimesOutAndClosesTheConnection() throws Exception {
+        try (ServerSocket silent = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+             RdmaTransport client = RdmaTransport.open(tcp(b -> b.operationTimeout(Duration.ofMillis(500))))) {
+            CompletableFuture<RawPeer> accepted = acceptHandshaken(silent);
+            RdmaConnection c = client.connect(address(silent)).get(10, TimeUnit.SECONDS);
+            RegisteredRegion sink = client.register(arena.allocate(64), Access.readSink());
+            RegionDescriptor remote = new RegionDescriptor("tcp", 0x1000, 64, 42, Access.remoteRead());
+            assertThatThrownBy(() -> c.readAndWait(remote, 0, sink.segment())).isInstanceOf(RdmaTimeoutException.class);
+            assertThat(c.isOpen()).isFalse();
+            assertThat(c.outstandingOperations()).isZero();
             assertThat(accepted.get(10, TimeUnit.SECONDS).closedByPeer()).isTrue();
             accepted.get().close();
         }
