@@ -70,6 +70,8 @@ final class VerbsConnection implements ProviderConnection {
     private final ReentrantLock pollLock = new ReentrantLock();
     /** Guarded by pollLock: the CQ is destroyed. */
     private boolean torn;
+    /** When a caller last waited in {@link #await} ({@link System#nanoTime()}); see {@link #callerPolledRecently}. */
+    private volatile long callerPolledAt = System.nanoTime() - TimeUnit.SECONDS.toNanos(1);
     private MemorySegment completions;
     private State state = State.CONNECTING;
     private volatile BlockingQueue<VerbsTransport.CmEvent> setupEvents;
@@ -573,7 +575,24 @@ final class VerbsConnection implements ProviderConnection {
      */
     @Override
     public boolean await(CompletableFuture<Void> operation, long deadlineNanos) {
-        long spinUntil = System.nanoTime() + transport.awaitSpinNanos;
+        try {
+            return pollUntilDone(operation, deadlineNanos);
+        } finally {
+            callerPolledAt = System.nanoTime();
+        }
+    }
+
+    /**
+     * Whether a caller polled this CQ within {@code nanos}: the progress thread then neither polls nor arms it,
+     * since a completion event would wake it for a completion the caller reaps anyway.
+     */
+    boolean callerPolledRecently(long now, long nanos) {
+        return pollLock.isLocked() || now - callerPolledAt < nanos;
+    }
+
+    private boolean pollUntilDone(CompletableFuture<Void> operation, long deadlineNanos) {
+        callerPolledAt = System.nanoTime();
+        long spinUntil = callerPolledAt + transport.awaitSpinNanos;
         while (!operation.isDone()) {
             long now = System.nanoTime();
             if (now - deadlineNanos >= 0) {

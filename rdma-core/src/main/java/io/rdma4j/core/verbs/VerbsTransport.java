@@ -50,7 +50,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
 /**
@@ -66,7 +65,9 @@ final class VerbsTransport implements ProviderTransport {
     static final long MAX_OPERATION_LENGTH_CAP = 1L << 30;
     private static final int POLL_TIMEOUT_MS = 50;
     private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
-    private static final long CALLER_POLLING_BACKOFF_NANOS = TimeUnit.MICROSECONDS.toNanos(100);
+    /** A CQ whose caller polled it this recently is not armed; the progress thread sleeps at most the second. */
+    private static final long CALLER_RECENT_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+    private static final int CALLER_RECENT_SLEEP_MS = 2;
 
     final TransportConfig config;
     final TransportMetrics metrics;
@@ -530,11 +531,8 @@ final class VerbsTransport implements ProviderTransport {
             long idleSince = System.nanoTime();
             while (running || !attached.isEmpty()) {
                 boolean any = false;
-                boolean callerPolling = false;
                 for (VerbsConnection c : attached) {
-                    int found = c.progress();
-                    any |= found > 0;
-                    callerPolling |= found == VerbsConnection.CALLER_POLLING;
+                    any |= c.progress() > 0;
                 }
                 if (any) {
                     idleSince = System.nanoTime();
@@ -544,22 +542,25 @@ final class VerbsTransport implements ProviderTransport {
                     Thread.onSpinWait();
                     continue;
                 }
-                if (callerPolling) {
-                    // A waiting caller reaps that CQ; completions it leaves behind are seen at the next pass.
-                    // Sleeping on the channel could miss them (they may predate the arming), spinning would
-                    // take the CPU the caller and the device need.
-                    LockSupport.parkNanos(CALLER_POLLING_BACKOFF_NANOS);
-                    continue;
-                }
+                // CQs a caller polls now or did just now are left unarmed: an event would wake this thread
+                // for completions the caller reaps itself. The sleep is then capped, so that what such a CQ
+                // receives while no caller waits (a message, a completion of an asynchronous operation) is
+                // still seen soon.
+                long now = System.nanoTime();
+                boolean unarmed = false;
                 for (VerbsConnection c : attached) {
-                    c.arm();
+                    if (c.callerPolledRecently(now, CALLER_RECENT_NANOS)) {
+                        unarmed = true;
+                    } else {
+                        c.arm();
+                    }
                 }
                 // A completion that arrived before arming raises no event: look once more before sleeping.
                 for (VerbsConnection c : attached) {
                     int found = c.progress();
-                    any |= found != 0; // a caller polling now: do not sleep either
+                    any |= found > 0;
                 }
-                if (!any && poll.awaitReadable(POLL_TIMEOUT_MS)) {
+                if (!any && poll.awaitReadable(unarmed ? CALLER_RECENT_SLEEP_MS : POLL_TIMEOUT_MS)) {
                     do {
                         if (RdmaBindings.ibv_get_cq_event(compChannel, cqOut, ctxOut) == 0) {
                             RdmaBindings.ibv_ack_cq_events(cqOut.get(ValueLayout.ADDRESS, 0), 1);

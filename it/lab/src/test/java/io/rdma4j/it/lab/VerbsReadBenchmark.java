@@ -1,0 +1,96 @@
+package io.rdma4j.it.lab;
+
+import io.rdma4j.core.Access;
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaListener;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.TransportConfig;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The Java side of VerbsBenchmarkGuestTest, in its own JVM so that it runs with the JVM's normal JIT
+ * (the guest suite's JVM stops at C1 to save emulated CPU) and alone. The responder transport keeps the
+ * default sleeping progress mode (an RDMA READ never involves the responder's CPU, as with
+ * {@code ib_read_lat}'s server); the requester uses the mode under test.
+ * Arguments: device name, address, kind, busy-poll (true/false). Prints one line:
+ * {@code RESULT future=<us> wait=<us> bandwidth=<MiB/s>}.
+ */
+public final class VerbsReadBenchmark {
+
+    static final int LAT_ITERATIONS = 1000;
+    static final int BW_ITERATIONS = 600;
+    static final int BW_SIZE = 64 * 1024;
+    // reads kept in flight, like ib_read_bw's send queue (its default tx-depth is 128; the NIC caps outstanding READs)
+    static final int BW_OUTSTANDING = 64;
+    // until the JIT has compiled the path (slow on an emulated CPU): measured from the first read
+    private static final long WARM_UP_NANOS = TimeUnit.SECONDS.toNanos(20);
+
+    private VerbsReadBenchmark() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        LabDevice device = new LabDevice(args[0], args[1], LabDevice.Kind.valueOf(args[2].toUpperCase(Locale.ROOT)));
+        TransportConfig requester = VerbsLab.config(device).toBuilder().providerOption("verbs.busy-poll", args[3]).build();
+        try (Arena arena = Arena.ofShared();
+             RdmaTransport server = RdmaTransport.open(VerbsLab.config(device));
+             RdmaTransport client = RdmaTransport.open(requester)) {
+            RdmaListener listener = server.listen(new InetSocketAddress(device.address(), 0), c -> { });
+            RdmaConnection connection = client.connect(listener.localAddress()).get(60, TimeUnit.SECONDS);
+            RegisteredRegion remote = server.register(arena.allocate(BW_SIZE * (long) BW_OUTSTANDING, 4096), Access.remoteRead());
+            RegisteredRegion sink = client.register(arena.allocate(BW_SIZE * (long) BW_OUTSTANDING, 4096), Access.readSink());
+            RegionDescriptor d = remote.descriptor();
+            MemorySegment small = sink.segment().asSlice(0, 8);
+
+            double future = medianMicros(() -> connection.read(d, 0, small).get(60, TimeUnit.SECONDS));
+            double wait = medianMicros(() -> connection.readAndWait(d, 0, small));
+
+            for (int i = 0; i < BW_OUTSTANDING; i++) { // warm-up of the pipelined path
+                connection.read(d, 0, sink.segment().asSlice(0, BW_SIZE)).get(60, TimeUnit.SECONDS);
+            }
+            long t0 = System.nanoTime();
+            ArrayDeque<CompletableFuture<Void>> inFlight = new ArrayDeque<>();
+            for (int i = 0; i < BW_ITERATIONS; i++) {
+                if (inFlight.size() == BW_OUTSTANDING) {
+                    inFlight.removeFirst().get(60, TimeUnit.SECONDS);
+                }
+                long off = (long) (i % BW_OUTSTANDING) * BW_SIZE;
+                inFlight.add(connection.read(d, off, sink.segment().asSlice(off, BW_SIZE)));
+            }
+            for (CompletableFuture<Void> f : inFlight) {
+                f.get(60, TimeUnit.SECONDS);
+            }
+            double bandwidth = (double) BW_ITERATIONS * BW_SIZE / (1 << 20) / ((System.nanoTime() - t0) / 1e9);
+            System.out.printf(Locale.ROOT, "RESULT future=%.1f wait=%.1f bandwidth=%.1f%n", future, wait, bandwidth);
+        }
+    }
+
+    private interface Read {
+        void run() throws Exception;
+    }
+
+    /** Warms up for {@link #WARM_UP_NANOS}, then the median of {@link #LAT_ITERATIONS} reads, in microseconds. */
+    private static double medianMicros(Read read) throws Exception {
+        long warmUntil = System.nanoTime() + WARM_UP_NANOS;
+        while (System.nanoTime() - warmUntil < 0) {
+            read.run();
+        }
+        long[] nanos = new long[LAT_ITERATIONS];
+        for (int i = 0; i < LAT_ITERATIONS; i++) {
+            long t0 = System.nanoTime();
+            read.run();
+            nanos[i] = System.nanoTime() - t0;
+        }
+        Arrays.sort(nanos);
+        return nanos[LAT_ITERATIONS / 2] / 1000.0;
+    }
+}
