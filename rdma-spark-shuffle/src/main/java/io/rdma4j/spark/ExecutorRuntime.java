@@ -55,7 +55,10 @@ final class ExecutorRuntime implements AutoCloseable {
         try {
             RegisteredBufferPool pool = transport.createBufferPool(conf.poolConfig());
             MapOutputPublisher publisher = new MapOutputPublisher(transport, resolver, conf);
-            String host = env.blockManager().blockManagerId().host();
+            // The RDMA interface may differ from the one Spark talks on (and verbs binds its listener to a
+            // device by address): the configured address wins over the block manager's host.
+            String host = conf.transport().localAddress() != null ? conf.transport().localAddress()
+                    : env.blockManager().blockManagerId().host();
             RdmaListener listener = transport.listen(new InetSocketAddress(host, 0), publisher::serve);
             EndpointRegistry registry = EndpointRegistry.connect(env);
             String executorId = env.executorId();
@@ -67,6 +70,11 @@ final class ExecutorRuntime implements AutoCloseable {
             transport.close();
             throw e;
         }
+    }
+
+    /** Where this executor's endpoint listens (and what it registered with the driver). */
+    InetSocketAddress endpoint() {
+        return listener.localAddress();
     }
 
     /** A connection to the peer executor's endpoint, opened on first use. */

@@ -17,7 +17,9 @@ import java.util.Map;
  * <caption>spark.shuffle.rdma.*</caption>
  * <tr><th>key</th><th>default</th><th>meaning</th></tr>
  * <tr><td>provider</td><td>auto</td><td>rdma4j provider: {@code auto}, {@code verbs} or {@code tcp}</td></tr>
- * <tr><td>device, port, gid-index, interface, address</td><td>(auto)</td><td>verbs device selection overrides</td></tr>
+ * <tr><td>device, port, gid-index, interface</td><td>(auto)</td><td>verbs device selection overrides</td></tr>
+ * <tr><td>address</td><td>(block manager host)</td><td>IP address the executor's rdma4j endpoint listens on; for verbs
+ *     also the address whose RoCE GID is used</td></tr>
  * <tr><td>connect-timeout, operation-timeout, max-outstanding-operations, max-message-size, shared-secret, tcp.*</td>
  *     <td>see TransportConfig</td><td>passed to the rdma4j transport</td></tr>
  * <tr><td>max-bytes-in-flight</td><td>48m</td><td>remote bytes a reducer has requested and not yet consumed</td></tr>

@@ -1,5 +1,6 @@
 package io.rdma4j.spark;
 
+import io.rdma4j.core.metrics.TransportMetrics;
 import org.apache.spark.ShuffleDependency;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
@@ -21,6 +22,7 @@ import scala.Option;
 import scala.Product2;
 
 import java.io.IOException;
+import java.net.InetSocketAddress;
 
 /**
  * A Spark {@link ShuffleManager} whose reducers fetch shuffle blocks by one-sided RDMA READ.
@@ -166,6 +168,16 @@ public final class RdmaShuffleManager implements ShuffleManager {
     /** The provider this executor's transport runs on, or empty when it did not start. */
     public synchronized Option<String> provider() {
         return runtime == null ? Option.empty() : Option.apply(runtime.transport.provider());
+    }
+
+    /** Where this executor's rdma4j endpoint listens, or empty when it did not start. */
+    public synchronized Option<InetSocketAddress> endpoint() {
+        return runtime == null ? Option.empty() : Option.apply(runtime.endpoint());
+    }
+
+    /** Operation counts of this executor's transport (e.g. its RDMA READs), or empty when it did not start. */
+    public synchronized Option<TransportMetrics> transportMetrics() {
+        return runtime == null ? Option.empty() : Option.apply(runtime.transport.metrics());
     }
 
     @Override

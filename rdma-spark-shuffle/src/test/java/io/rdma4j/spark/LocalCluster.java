@@ -18,6 +18,11 @@ import java.util.stream.Stream;
  * Starts Spark's local-cluster (real executor JVMs) from the test classpath: a SPARK_HOME under target/
  * whose jars/ links every classpath jar except rdma4j's own (executors get those from the shaded jar,
  * which proves it self-contained), plus a jar of the test classes for the test's closures.
+ *
+ * <p>Shipped in this module's test-jar for other modules' Spark tests (the soft-RDMA lab's Spark job). System
+ * properties: {@code rdma4j.testClasses} (the test classes to jar for closures; its parent directory holds
+ * SPARK_HOME, which the {@code SPARK_HOME} environment variable of the driver JVM must name),
+ * {@code rdma4j.shadedJar}, {@code rdma4j.spark.executorWaitSeconds}.
  */
 public final class LocalCluster {
 
@@ -62,12 +67,15 @@ public final class LocalCluster {
 
     public static JavaSparkContext start(SparkConf conf) {
         JavaSparkContext sc = new JavaSparkContext(conf);
-        // Wait for both executors, so that shuffles really cross JVMs.
-        long deadline = System.nanoTime() + 60_000_000_000L;
+        // Wait for both executors, so that shuffles really cross JVMs. Slow machines (the emulated CPU of the
+        // soft-RDMA lab) need longer: rdma4j.spark.executorWaitSeconds.
+        long waitSeconds = Long.getLong("rdma4j.spark.executorWaitSeconds", 60);
+        long deadline = System.nanoTime() + waitSeconds * 1_000_000_000L;
         while (sc.sc().getExecutorMemoryStatus().size() < 3) {
             if (System.nanoTime() > deadline) {
                 sc.stop();
-                throw new IllegalStateException("executors did not register within 60 s; see " + sparkHome().resolve("work"));
+                throw new IllegalStateException("executors did not register within " + waitSeconds + " s (raise "
+                        + "rdma4j.spark.executorWaitSeconds on a slow machine); see " + sparkHome().resolve("work"));
             }
             try {
                 Thread.sleep(100);
@@ -79,7 +87,7 @@ public final class LocalCluster {
         return sc;
     }
 
-    static synchronized Path sparkHome() {
+    public static synchronized Path sparkHome() {
         Path home = target().resolve("spark-home");
         Path jars = home.resolve("jars");
         try {

@@ -242,6 +242,11 @@ final class VerbsTransport implements ProviderTransport {
                     + limit + "); raise it: `ulimit -l unlimited` in the shell, LimitMEMLOCK=infinity for systemd services, "
                     + "`* - memlock unlimited` in /etc/security/limits.conf, or `--ulimit memlock=-1` for containers");
         }
+        if (errno == 14 /* EFAULT */) {
+            return new RegistrationException(what + ": the memory is not mapped, or it is a read-only shared mapping "
+                    + "(FileChannel.MapMode.READ_ONLY), which kernels before 6.2 cannot register because they pin every region "
+                    + "for writing: there, map files with FileChannel.MapMode.PRIVATE (copy-on-write)");
+        }
         return new RegistrationException(what);
     }
 

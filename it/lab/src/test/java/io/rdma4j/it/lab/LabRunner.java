@@ -26,7 +26,9 @@ import java.util.concurrent.TimeUnit;
  * {@code rdma4j.lab.classes}, {@code rdma4j.lab.resultsDir}; optional {@code rdma4j.lab.include} (regex of
  * guest test class names, default {@value #DEFAULT_INCLUDE}), {@code rdma4j.lab.devices} (comma-separated
  * device names, default all of {@link LabDevice#ALL}), {@code rdma4j.lab.vmMemory} (guest memory, as
- * {@code RDMA_LAB_VM_MEM}) and {@code rdma4j.lab.timeoutSeconds}. Other modules (the Spark and Kafka lab
+ * {@code RDMA_LAB_VM_MEM}), {@code rdma4j.lab.timeoutSeconds}, {@code rdma4j.lab.guestEnv} (comma-separated
+ * {@code NAME=value} exported to the guest JVMs, e.g. Spark's {@code SPARK_HOME}) and
+ * {@code rdma4j.lab.guestJvmOptions} (whitespace-separated extra options of the guest JVMs). Other modules (the Spark and Kafka lab
  * flows) use it through this module's test-jar, each with its own classpath.
  */
 public final class LabRunner {
@@ -45,9 +47,12 @@ public final class LabRunner {
     private final List<LabDevice> devices;
     private final String vmMemory;
     private final Duration guestTimeout;
+    private final List<String> guestEnv;
+    private final List<String> guestJvmOptions;
 
     private LabRunner(Path script, List<Path> classpath, Path testClasses, Path resultsDir, String include,
-            List<LabDevice> devices, String vmMemory, Duration guestTimeout) {
+            List<LabDevice> devices, String vmMemory, Duration guestTimeout, List<String> guestEnv,
+            List<String> guestJvmOptions) {
         this.script = script;
         this.classpath = classpath;
         this.testClasses = testClasses;
@@ -56,6 +61,8 @@ public final class LabRunner {
         this.devices = devices;
         this.vmMemory = vmMemory;
         this.guestTimeout = guestTimeout;
+        this.guestEnv = guestEnv;
+        this.guestJvmOptions = guestJvmOptions;
     }
 
     public static LabRunner fromSystemProperties() throws IOException {
@@ -78,7 +85,28 @@ public final class LabRunner {
                 devices(System.getProperty("rdma4j.lab.devices", "")),
                 System.getProperty("rdma4j.lab.vmMemory", ""),
                 // the verbs guest classes alone take ~11 min per boot on a quiet 2-core host
-                Duration.ofSeconds(Long.getLong("rdma4j.lab.timeoutSeconds", 1800)));
+                Duration.ofSeconds(Long.getLong("rdma4j.lab.timeoutSeconds", 1800)),
+                guestEnv(System.getProperty("rdma4j.lab.guestEnv", "")),
+                words(System.getProperty("rdma4j.lab.guestJvmOptions", "")));
+    }
+
+    private static List<String> guestEnv(String entries) {
+        List<String> env = new ArrayList<>();
+        for (String entry : entries.split(",")) {
+            if (entry.isBlank()) {
+                continue;
+            }
+            if (!entry.strip().matches("[A-Za-z_][A-Za-z0-9_]*=.*")) {
+                throw new IllegalArgumentException("rdma4j.lab.guestEnv takes comma-separated NAME=value entries, got '"
+                        + entry.strip() + "'");
+            }
+            env.add(entry.strip());
+        }
+        return List.copyOf(env);
+    }
+
+    private static List<String> words(String options) {
+        return options.isBlank() ? List.of() : List.of(options.strip().split("\\s+"));
     }
 
     private static List<LabDevice> devices(String names) {
@@ -169,12 +197,17 @@ public final class LabRunner {
                 set -u
                 status=0
                 """);
+        for (String entry : guestEnv) {
+            int eq = entry.indexOf('=');
+            sh.append("export ").append(entry, 0, eq).append('=').append(quote(entry.substring(eq + 1))).append('\n');
+        }
         for (LabDevice device : devices) {
             Path reports = runDir.resolve("reports").resolve(device.name());
             List<String> command = new ArrayList<>(List.of(javaLauncher.toString(),
                     "--enable-native-access=ALL-UNNAMED",
                     // C2 compilations cost more than they pay back in a short run on an emulated CPU.
                     "-XX:TieredStopAtLevel=1", "@" + argFile));
+            command.addAll(guestJvmOptions);
             command.addAll(device.systemProperties());
             command.addAll(List.of(CONSOLE_LAUNCHER, "execute", "--disable-banner", "--disable-ansi-colors",
                     "--details=tree", "--fail-if-no-tests", "--reports-dir=" + reports,
