@@ -5,8 +5,10 @@ import io.rdma4j.core.metrics.TransportMetrics;
 import io.rdma4j.core.pool.PoolConfig;
 import io.rdma4j.core.pool.RegisteredBufferPool;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
+import java.nio.file.Path;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
@@ -58,6 +60,17 @@ public interface RdmaTransport extends AutoCloseable {
      * registered for {@link Access#REMOTE_READ}.
      */
     RegisteredRegion register(MemorySegment segment, Set<Access> access);
+
+    /**
+     * Maps the first {@code length} bytes of a file into {@code arena} and registers them for
+     * {@link Access#REMOTE_READ}, so peers read the file's page cache one-sided (the region's
+     * {@link RegisteredRegion#segment()} is the mapping). Nothing writes through the mapping. Linux kernels
+     * before 6.2 pin every region for writing and refuse read-only file mappings (verbs: EFAULT); the
+     * transport then maps the file shared and writable instead (the same page cache, zero-copy; needs write
+     * permission on the file, or fails with {@link RegistrationException} saying so) and keeps doing so for
+     * later files. Close the region before the arena.
+     */
+    RegisteredRegion registerFile(Path file, long length, Arena arena);
 
     /** Listens on {@code address} (port 0 picks a free one); peers may connect and access regions. */
     RdmaListener listen(InetSocketAddress address, Consumer<RdmaConnection> onAccept);

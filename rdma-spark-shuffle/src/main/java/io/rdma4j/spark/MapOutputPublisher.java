@@ -1,11 +1,9 @@
 package io.rdma4j.spark;
 
-import io.rdma4j.core.Access;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegionDescriptor;
 import io.rdma4j.core.RegisteredRegion;
-import io.rdma4j.core.RegistrationException;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -17,8 +15,7 @@ import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.StandardOpenOption;
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -26,8 +23,8 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Makes this executor's committed map outputs (Spark's data, index and checksum files) readable by
- * peers: each file is mapped read-only (or copy-on-write where the kernel needs it) into an arena and registered
- * for remote read, once, and kept
+ * peers: each file is mapped into an arena and registered for remote read ({@link RdmaTransport#registerFile}),
+ * once, and kept
  * until the shuffle is unregistered. Also answers peers' "describe map outputs" requests with the
  * region descriptors.
  */
@@ -50,8 +47,6 @@ final class MapOutputPublisher implements AutoCloseable {
     private final RdmaShuffleConf conf;
     private final Map<Integer, Map<Long, Published>> published = new ConcurrentHashMap<>();
     private volatile boolean closed;
-    /** Set once read-only shared mappings could not be registered here (see {@link #mapAndRegister(File, Arena, List)}). */
-    private volatile boolean privateMappings;
     /** Time spent mapping and registering map outputs, reported per shuffle (lazy vs eager registration cost). */
     private final Map<Integer, java.util.concurrent.atomic.LongAdder> publishNanos = new ConcurrentHashMap<>();
 
@@ -116,60 +111,15 @@ final class MapOutputPublisher implements AutoCloseable {
         static final Mapped EMPTY = new Mapped(null, null);
     }
 
-    /**
-     * Maps the file read-only and shared (peers read the page cache itself) and registers it. Kernels before
-     * 6.2 pin every memory region for writing and refuse a read-only shared mapping (verbs: EFAULT); there a
-     * private copy-on-write mapping is registered instead (the kernel copies the pages it pins; the files
-     * never change after commit), and so for every later file of this executor.
-     */
+    /** Maps and registers the file for peers to read (the transport picks a mapping its kernel can pin). */
     private Mapped mapAndRegister(File file, Arena arena, List<RegisteredRegion> regions) throws IOException {
-        if (!privateMappings) {
-            MemorySegment shared = map(file, FileChannel.MapMode.READ_ONLY, arena);
-            if (shared == null) {
-                return Mapped.EMPTY;
-            }
-            try {
-                return new Mapped(shared, register(shared, regions));
-            } catch (RegistrationException readOnlyRefused) {
-                Mapped copied;
-                try {
-                    copied = mapPrivateAndRegister(file, arena, regions);
-                } catch (IOException | RuntimeException privateRefused) {
-                    readOnlyRefused.addSuppressed(privateRefused);
-                    throw readOnlyRefused;
-                }
-                if (!privateMappings) {
-                    privateMappings = true;
-                    LOG.warn("rdma4j shuffle: the {} transport cannot register read-only file mappings ({}); registering private "
-                            + "copy-on-write mappings of the map outputs instead, which pins a copy of their pages (kernels before "
-                            + "6.2 do this; newer ones register the page cache itself)", transport.provider(), readOnlyRefused.getMessage());
-                }
-                return copied;
-            }
+        long size = Files.size(file.toPath());
+        if (size == 0) {
+            return Mapped.EMPTY;
         }
-        return mapPrivateAndRegister(file, arena, regions);
-    }
-
-    private Mapped mapPrivateAndRegister(File file, Arena arena, List<RegisteredRegion> regions) throws IOException {
-        MemorySegment copy = map(file, FileChannel.MapMode.PRIVATE, arena);
-        return copy == null ? Mapped.EMPTY : new Mapped(copy, register(copy, regions));
-    }
-
-    private static MemorySegment map(File file, FileChannel.MapMode mode, Arena arena) throws IOException {
-        // A private mapping is writable (copy-on-write), which FileChannel allows only on a channel open for writing.
-        StandardOpenOption[] options = mode == FileChannel.MapMode.PRIVATE
-                ? new StandardOpenOption[] {StandardOpenOption.READ, StandardOpenOption.WRITE}
-                : new StandardOpenOption[] {StandardOpenOption.READ};
-        try (FileChannel channel = FileChannel.open(file.toPath(), options)) {
-            long size = channel.size();
-            return size == 0 ? null : channel.map(mode, 0, size, arena);
-        }
-    }
-
-    private RegionDescriptor register(MemorySegment segment, List<RegisteredRegion> regions) {
-        RegisteredRegion region = transport.register(segment, Access.remoteRead());
+        RegisteredRegion region = transport.registerFile(file.toPath(), size, arena);
         regions.add(region);
-        return region.descriptor();
+        return new Mapped(region.segment(), region.descriptor());
     }
 
     /** Deregisters and unmaps a shuffle's outputs; called before Spark deletes the files. */

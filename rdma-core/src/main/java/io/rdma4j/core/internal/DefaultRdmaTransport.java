@@ -7,6 +7,7 @@ import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaListener;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.RegistrationException;
 import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.metrics.TransportMetrics;
 import io.rdma4j.core.pool.PoolConfig;
@@ -16,8 +17,13 @@ import io.rdma4j.core.spi.ProviderListener;
 import io.rdma4j.core.spi.ProviderRegion;
 import io.rdma4j.core.spi.ProviderTransport;
 
+import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -47,6 +53,8 @@ public final class DefaultRdmaTransport implements RdmaTransport {
     private final ExecutorService completions = Executors.newThreadPerTaskExecutor(
             Thread.ofVirtual().name("rdma4j-completion-", 0).factory());
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Set once the provider refused a read-only file mapping (see {@link #registerFile}). */
+    private volatile boolean readOnlyMappingsRefused;
 
     private DefaultRdmaTransport(TransportConfig config, ProviderRegistry.Opened opened) {
         this.config = config;
@@ -109,6 +117,43 @@ public final class DefaultRdmaTransport implements RdmaTransport {
         regions.add(region);
         metrics.regionRegistered(segment.byteSize());
         return region;
+    }
+
+    @Override
+    public RegisteredRegion registerFile(Path file, long length, Arena arena) {
+        checkOpen();
+        if (length <= 0) {
+            throw new IllegalArgumentException("cannot register " + length + " bytes of " + file + ": the length must be positive");
+        }
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            long size = channel.size();
+            if (length > size) {
+                // a mapping past the end of a file faults (SIGBUS) on access
+                throw new IllegalArgumentException(file + " has " + size + " bytes, fewer than the " + length + " to register");
+            }
+            if (!readOnlyMappingsRefused) {
+                MemorySegment readOnly = channel.map(FileChannel.MapMode.READ_ONLY, 0, length, arena);
+                try {
+                    return register(readOnly, Access.remoteRead());
+                } catch (RegistrationException refused) {
+                    // the refused mapping stays in the caller's arena until it closes (once per transport)
+                    readOnlyMappingsRefused = true;
+                    LOG.log(System.Logger.Level.WARNING, "the " + provider() + " transport cannot register read-only file "
+                            + "mappings (" + refused.getMessage() + "), as Linux kernels before 6.2 pin every region for "
+                            + "writing; mapping files shared and writable from now on (the same page cache; nothing writes "
+                            + "through the mapping)");
+                }
+            }
+            try (FileChannel rw = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                return register(rw.map(FileChannel.MapMode.READ_WRITE, 0, length, arena), Access.remoteRead());
+            } catch (java.nio.file.AccessDeniedException e) {
+                throw new RegistrationException("cannot register " + file + " on the " + provider() + " transport: this kernel "
+                        + "refuses read-only file mappings and the file cannot be opened for writing (" + e.getMessage()
+                        + "); run on Linux 6.2 or later, or give this process write permission on the file", e);
+            }
+        } catch (IOException e) {
+            throw new RegistrationException("cannot map " + file + ": " + e, e);
+        }
     }
 
     void forget(DefaultRegion region) {

@@ -245,7 +245,7 @@ final class VerbsTransport implements ProviderTransport {
         if (errno == 14 /* EFAULT */) {
             return new RegistrationException(what + ": the memory is not mapped, or it is a read-only shared mapping "
                     + "(FileChannel.MapMode.READ_ONLY), which kernels before 6.2 cannot register because they pin every region "
-                    + "for writing: there, map files with FileChannel.MapMode.PRIVATE (copy-on-write)");
+                    + "for writing: there, register files with RdmaTransport.registerFile, which maps them shared and writable");
         }
         return new RegistrationException(what);
     }

@@ -314,6 +314,36 @@ public abstract class ProviderContractTest {
         }
     }
 
+    // ---- files ----
+
+    @Test
+    void registeredFileIsReadByThePeerAndItsLengthIsChecked() throws Exception {
+        java.nio.file.Path file = java.nio.file.Files.createTempFile("rdma4j-contract", ".bin");
+        try {
+            int size = 3 * 4096 + 17;
+            byte[] content = new byte[size];
+            for (int i = 0; i < size; i++) {
+                content[i] = pattern(i);
+            }
+            java.nio.file.Files.write(file, content);
+            assertThatThrownBy(() -> server.registerFile(file, size + 1, arena))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("fewer than");
+            assertThatThrownBy(() -> server.registerFile(file, 0, arena)).isInstanceOf(IllegalArgumentException.class);
+            for (int round = 0; round < 2; round++) { // the second round takes whichever mapping the first settled on
+                RegisteredRegion region = server.registerFile(file, size - round, arena);
+                assertThat(region.descriptor().length()).isEqualTo(size - round);
+                assertThat(region.descriptor().allows(Access.REMOTE_WRITE)).isFalse();
+                RegisteredRegion local = sink(client, size - round);
+                connection.readAndWait(region.descriptor(), 0, local.segment());
+                assertPattern(local.segment(), 0);
+                region.close();
+            }
+            assertThat(java.nio.file.Files.readAllBytes(file)).as("the file is unchanged").isEqualTo(content);
+        } finally {
+            java.nio.file.Files.deleteIfExists(file);
+        }
+    }
+
     // ---- reads the caller waits for ----
 
     @ParameterizedTest(name = "{0} bytes")
