@@ -37,8 +37,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** The RDMA consumer returns exactly what a plain KafkaConsumer returns, against a real 4.3.1 broker. */
-class RdmaKafkaConsumerTest {
+/**
+ * The RDMA consumer returns exactly what a plain KafkaConsumer returns, against a real 4.3.1 broker.
+ * {@link Seen} and {@link #awaitLeaders} are public for the soft-RDMA lab's Kafka flow (it/lab-kafka).
+ */
+public class RdmaKafkaConsumerTest {
 
     private static KafkaTestCluster cluster;
     private static LogExporter exporter;
@@ -59,8 +62,8 @@ class RdmaKafkaConsumerTest {
     }
 
     /** A record reduced to what must match: partition, offset, key, value, headers, timestamp. */
-    record Seen(int partition, long offset, String key, String value, List<String> headers, long timestamp) {
-        static Seen of(ConsumerRecord<String, String> r) {
+    public record Seen(int partition, long offset, String key, String value, List<String> headers, long timestamp) {
+        public static Seen of(ConsumerRecord<String, String> r) {
             List<String> h = new ArrayList<>();
             for (Header header : r.headers()) {
                 h.add(header.key() + "=" + Arrays.toString(header.value()));
@@ -558,7 +561,7 @@ class RdmaKafkaConsumerTest {
     }
 
     /** Retries ListOffsets until every partition's leader answers (the Admin metadata may not know the topic yet). */
-    static void awaitLeaders(Admin admin, Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> partitions) throws Exception {
+    public static void awaitLeaders(Admin admin, Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> partitions) throws Exception {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (true) {
             try {
