@@ -7,17 +7,20 @@ import org.apache.kafka.common.test.TestKitNodes;
 import java.util.HashMap;
 import java.util.Map;
 
-/** One combined KRaft node from the 4.3.1 test kit, with the settings single-node groups and transactions need. */
-final class KafkaTestCluster implements AutoCloseable {
+/**
+ * One combined KRaft node from the 4.3.1 test kit, with the settings single-node groups and transactions need.
+ * Public in this module's test-jar: the soft-RDMA lab's Kafka flow (it/lab-kafka) starts its broker with it.
+ */
+public final class KafkaTestCluster implements AutoCloseable {
 
     final KafkaClusterTestKit kit;
 
-    KafkaTestCluster() throws Exception {
+    public KafkaTestCluster() throws Exception {
         this(Map.of());
     }
 
     /** {@code extra}: further broker properties (e.g. the broker-side exporter's metric reporter). */
-    KafkaTestCluster(Map<String, String> extra) throws Exception {
+    public KafkaTestCluster(Map<String, String> extra) throws Exception {
         KafkaClusterTestKit.Builder builder = new KafkaClusterTestKit.Builder(new TestKitNodes.Builder().setCombined(true)
                 .setNumBrokerNodes(1).setNumControllerNodes(1).build());
         extra.forEach(builder::setConfigProp);
@@ -37,15 +40,16 @@ final class KafkaTestCluster implements AutoCloseable {
         kit.waitForReadyBrokers();
     }
 
-    String bootstrap() {
+    public String bootstrap() {
         return kit.bootstrapServers();
     }
 
-    String logDirs() {
+    public String logDirs() {
         return String.join(",", kit.nodes().brokerNodes().values().iterator().next().logDataDirectories());
     }
 
-    Map<String, Object> exporterProps(String listen) {
+    /** Exporter properties for this broker on the tcp provider; callers override {@code rdma.*} keys for another. */
+    public Map<String, Object> exporterProps(String listen) {
         Map<String, Object> p = new HashMap<>();
         p.put(ExporterConfig.LOG_DIRS, logDirs());
         p.put(ExporterConfig.BOOTSTRAP, bootstrap());

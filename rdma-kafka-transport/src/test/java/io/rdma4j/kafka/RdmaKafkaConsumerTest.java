@@ -37,8 +37,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** The RDMA consumer returns exactly what a plain KafkaConsumer returns, against a real 4.3.1 broker. */
-class RdmaKafkaConsumerTest {
+/**
+ * The RDMA consumer returns exactly what a plain KafkaConsumer returns, against a real 4.3.1 broker.
+ * {@link Seen} and {@link #awaitLeaders} are public for the soft-RDMA lab's Kafka flow (it/lab-kafka).
+ */
+public class RdmaKafkaConsumerTest {
 
     private static KafkaTestCluster cluster;
     private static LogExporter exporter;
@@ -59,8 +62,8 @@ class RdmaKafkaConsumerTest {
     }
 
     /** A record reduced to what must match: partition, offset, key, value, headers, timestamp. */
-    record Seen(int partition, long offset, String key, String value, List<String> headers, long timestamp) {
-        static Seen of(ConsumerRecord<String, String> r) {
+    public record Seen(int partition, long offset, String key, String value, List<String> headers, long timestamp) {
+        public static Seen of(ConsumerRecord<String, String> r) {
             List<String> h = new ArrayList<>();
             for (Header header : r.headers()) {
                 h.add(header.key() + "=" + Arrays.toString(header.value()));
@@ -211,13 +214,13 @@ class RdmaKafkaConsumerTest {
         produce(topic, 1000, 100, Map.of());
         // An exporter that exports a copy of every segment with one byte flipped inside the first batch's records.
         try (LogExporter tampering = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")),
-                (file, channel, size, arena) -> {
+                (transport, file, size, arena) -> {
                     MemorySegment copy = arena.allocate(size, 8);
                     copy.copyFrom(MemorySegment.ofArray(Files.readAllBytes(file)).asSlice(0, size));
                     if (file.getParent().getFileName().toString().startsWith(topic) && size > 100) {
                         copy.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 80, (byte) (copy.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 80) ^ 0x5a));
                     }
-                    return copy;
+                    return transport.register(copy, io.rdma4j.core.Access.remoteRead());
                 })) {
             List<Seen> plain = consume(plainConsumer(Map.of()), topic, 1, 1000);
             try (Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", address(tampering)))) {
@@ -616,7 +619,7 @@ class RdmaKafkaConsumerTest {
     }
 
     /** Retries ListOffsets until every partition's leader answers (the Admin metadata may not know the topic yet). */
-    static void awaitLeaders(Admin admin, Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> partitions) throws Exception {
+    public static void awaitLeaders(Admin admin, Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> partitions) throws Exception {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (true) {
             try {

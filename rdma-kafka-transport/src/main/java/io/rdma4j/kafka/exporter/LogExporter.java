@@ -66,10 +66,10 @@ public final class LogExporter implements AutoCloseable {
 
     /** Starts an exporter on its own transport. */
     public static LogExporter start(ExporterConfig config) {
-        return start(config, SegmentMapper.READ_ONLY);
+        return start(config, SegmentMapper.PAGE_CACHE);
     }
 
-    /** Starts an exporter that turns segment files into memory with {@code mapper} (tests export tampered copies). */
+    /** Starts an exporter that registers segment files with {@code mapper} (tests export tampered copies). */
     public static LogExporter start(ExporterConfig config, SegmentMapper mapper) {
         RdmaTransport transport = RdmaTransport.open(config.transport());
         try {

@@ -3,6 +3,7 @@ package io.rdma4j.kafka.exporter;
 import io.rdma4j.core.Access;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.RegistrationException;
 import io.rdma4j.kafka.protocol.BatchHeaders;
 import io.rdma4j.kafka.protocol.DirectoryProtocol;
 import io.rdma4j.kafka.protocol.Watermark;
@@ -11,11 +12,9 @@ import org.apache.kafka.common.TopicPartition;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.List;
@@ -187,20 +186,22 @@ final class PartitionExport implements AutoCloseable {
     }
 
     private ExportedSegment map(long base, Path file, boolean complete) throws IOException {
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+        try {
             Object key = fileKey(file);
             // The mapping ends at the size measured now: a peer can never touch a page past the end of file.
-            long size = ch.size();
+            long size = Files.size(file);
             if (size == 0) {
                 return null; // A fresh active segment: mapped once it has data.
             }
             Arena arena = Arena.ofShared();
             try {
-                MemorySegment memory = mapper.map(file, ch, size, arena);
-                RegisteredRegion region = transport.register(memory, Access.remoteRead());
-                return new ExportedSegment(base, file, key, arena, memory, region, size, complete);
-            } catch (RuntimeException | IOException e) {
+                RegisteredRegion region = mapper.register(transport, file, size, arena);
+                return new ExportedSegment(base, file, key, arena, region.segment(), region, size, complete);
+            } catch (RuntimeException e) {
                 arena.close();
+                if (e instanceof RegistrationException && e.getCause() instanceof NoSuchFileException) {
+                    return null; // deleted meanwhile (retention, compaction)
+                }
                 throw e;
             }
         } catch (NoSuchFileException gone) {

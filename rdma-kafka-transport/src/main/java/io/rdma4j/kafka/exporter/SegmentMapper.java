@@ -1,20 +1,21 @@
 package io.rdma4j.kafka.exporter;
 
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RegisteredRegion;
+
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 
 /**
- * Turns a segment file into the memory that is registered. The real one maps the file read-only;
- * tests substitute one that exports a tampered copy.
+ * Turns a segment file into the region peers read. The real one registers the file's page cache
+ * ({@link RdmaTransport#registerFile}); tests substitute one that exports a tampered copy.
  */
 @FunctionalInterface
 public interface SegmentMapper {
 
-    /** Maps {@code size} bytes (never more than the file holds) of {@code file}, owned by {@code arena}. */
-    MemorySegment map(Path file, FileChannel channel, long size, Arena arena) throws IOException;
+    /** Registers {@code size} bytes (never more than the file holds) of {@code file}, mapped into {@code arena}. */
+    RegisteredRegion register(RdmaTransport transport, Path file, long size, Arena arena) throws IOException;
 
-    SegmentMapper READ_ONLY = (file, channel, size, arena) -> channel.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
+    SegmentMapper PAGE_CACHE = (transport, file, size, arena) -> transport.registerFile(file, size, arena);
 }
