@@ -57,7 +57,8 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     /** Map ranges of one peer read together into one pooled buffer. */
     private record Batch(String executorId, RdmaConnection connection, List<MapRange> ranges, long bytes) { }
 
-    private record Completed(Batch batch, PooledBuffer buffer, Throwable failure) { }
+    /** One map range's read into its slice of the batch's shared buffer, finished. */
+    private record Completed(Batch batch, MapRange range, MemorySegment bytes, SharedBuffer shared, Throwable failure) { }
 
     private final ExecutorRuntime runtime;
     private final int shuffleId;
@@ -83,12 +84,14 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
 
     /** Plans and starts the fetch; PeerUnreachableException before anything was handed out lets the caller fall back. */
     void start(List<Tuple2<BlockManagerId, List<Wanted>>> blocksByAddress) throws PeerUnreachableException {
-        long startNanos = System.nanoTime();
         for (Tuple2<BlockManagerId, List<Wanted>> group : blocksByAddress) {
             if (group._1().executorId().equals(runtime.executorId)) {
                 planLocal(group._1(), group._2());
             }
         }
+        // Fetch wait is time spent waiting for remote blocks (as Spark counts it): the describe and index
+        // round trips count, reading local blocks does not.
+        long startNanos = System.nanoTime();
         for (Tuple2<BlockManagerId, List<Wanted>> group : blocksByAddress) {
             if (!group._1().executorId().equals(runtime.executorId)) {
                 planRemote(group._1(), group._2());
@@ -225,20 +228,28 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         }
     }
 
+    /**
+     * Issues batches while the bytes in flight allow. Each map range of a batch is its own read into its
+     * slice of the batch's buffer, so a range's blocks are handed to Spark as soon as that range arrived
+     * (as Spark's fetcher hands out each block), not when the whole batch did.
+     */
     private synchronized void issueMore() {
         while (!closed && !pending.isEmpty()
                 && (bytesInFlight == 0 || bytesInFlight + pending.peek().bytes() <= runtime.conf.maxBytesInFlight())) {
             Batch batch = pending.poll();
             bytesInFlight += batch.bytes();
-            outstanding++;
-            PooledBuffer buffer = runtime.pool.acquire(batch.bytes());
-            List<ReadRequest> reads = new ArrayList<>(batch.ranges().size());
+            outstanding += batch.ranges().size();
+            int blockCount = batch.ranges().stream().mapToInt(r -> r.blocks().size()).sum();
+            SharedBuffer shared = new SharedBuffer(runtime.pool.acquire(batch.bytes()), batch.ranges().size(), blockCount);
+            handedOut.add(shared);
+            MemorySegment buffer = shared.segment();
             long at = 0;
             for (MapRange range : batch.ranges()) {
-                reads.add(new ReadRequest(range.data(), range.start(), buffer.segment().asSlice(at, range.length())));
+                MemorySegment slice = buffer.asSlice(at, range.length());
+                batch.connection().read(range.data(), range.start(), slice)
+                        .whenComplete((ok, failure) -> arrived(new Completed(batch, range, slice, shared, failure)));
                 at += range.length();
             }
-            batch.connection().readAll(reads).whenComplete((ok, failure) -> arrived(new Completed(batch, buffer, failure)));
         }
     }
 
@@ -249,7 +260,7 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
                 return;
             }
         }
-        result.buffer().close();
+        result.shared().readFinished();
     }
 
     @Override
@@ -290,53 +301,45 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             throw new IllegalStateException("interrupted while waiting for shuffle blocks", e);
         }
         metrics.incFetchWaitTime(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
+        Batch batch = result.batch();
+        MapRange range = result.range();
         synchronized (this) {
             outstanding--;
-            bytesInFlight -= result.batch().bytes();
+            bytesInFlight -= range.length();
         }
         issueMore();
-        Batch batch = result.batch();
-        MapRange firstRange = batch.ranges().getFirst();
-        if (result.failure() != null) {
-            result.buffer().close();
-            runtime.forget(batch.executorId(), batch.connection());
-            throw fetchFailed(firstRange.peer(), new Wanted(firstRange.blocks().getFirst(), firstRange.mapIndex()),
-                    "RDMA read of shuffle blocks from executor " + batch.executorId() + " failed: " + result.failure(), result.failure());
-        }
-        int blockCount = batch.ranges().stream().mapToInt(r -> r.blocks().size()).sum();
-        SharedBuffer shared = new SharedBuffer(result.buffer(), blockCount);
-        synchronized (this) {
-            handedOut.add(shared);
-        }
-        MemorySegment all = result.buffer().segment();
-        long at = 0;
-        for (MapRange range : batch.ranges()) {
-            MemorySegment rangeBytes = all.asSlice(at, range.length());
+        try {
+            if (result.failure() != null) {
+                runtime.forget(batch.executorId(), batch.connection());
+                throw fetchFailed(range.peer(), new Wanted(range.blocks().getFirst(), range.mapIndex()),
+                        "RDMA read of shuffle blocks from executor " + batch.executorId() + " failed: " + result.failure(), result.failure());
+            }
+            MemorySegment rangeBytes = result.bytes();
             for (int i = 0; i < range.blocks().size(); i++) {
                 ByteBuffer bytes = rangeBytes.asSlice(range.blockOffsets()[i], range.blockLengths()[i]).asByteBuffer();
                 long expected = range.checksums()[i];
                 if (expected != NO_CHECKSUM && checksum(bytes) != expected) {
-                    rereadOnce(batch, range, rangeBytes, i, shared);
+                    rereadOnce(batch, range, rangeBytes, i);
                 }
-                ready.add(new Ready(range.blocks().get(i), bytes, shared, true));
+                ready.add(new Ready(range.blocks().get(i), bytes, result.shared(), true));
             }
-            at += range.length();
+        } finally {
+            // a failure ends the task: cleanup() abandons the blocks; the finished read lets go here
+            result.shared().readFinished();
         }
     }
 
     /** A checksum mismatch may be a transfer error: read the range once more, then give up with FetchFailed. */
-    private void rereadOnce(Batch batch, MapRange range, MemorySegment rangeBytes, int blockIndex, SharedBuffer shared) {
+    private void rereadOnce(Batch batch, MapRange range, MemorySegment rangeBytes, int blockIndex) {
         Wanted wanted = new Wanted(range.blocks().get(blockIndex), range.mapIndex());
         try {
             batch.connection().read(range.data(), range.start(), rangeBytes)
                     .get(runtime.conf.transport().operationTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
         } catch (Exception e) {
-            shared.releaseAll();
             throw fetchFailed(range.peer(), wanted, "re-reading a corrupted block from executor " + batch.executorId() + " failed: " + e, e);
         }
         ByteBuffer again = rangeBytes.asSlice(range.blockOffsets()[blockIndex], range.blockLengths()[blockIndex]).asByteBuffer();
         if (checksum(again) != range.checksums()[blockIndex]) {
-            shared.releaseAll();
             throw fetchFailed(range.peer(), wanted, "block " + wanted.blockId() + " from executor " + batch.executorId()
                     + " is corrupted: its " + runtime.conf.checksumAlgorithm() + " checksum does not match the one the map task wrote", null);
         }
@@ -381,10 +384,10 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             handedOut.clear();
             ready.clear();
         }
-        toRelease.forEach(SharedBuffer::releaseAll);
+        toRelease.forEach(SharedBuffer::abandonBlocks);
         Completed c;
         while ((c = completed.poll()) != null) {
-            c.buffer().close();
+            c.shared().readFinished();
         }
     }
 }
