@@ -12,8 +12,10 @@ import io.rdma4j.core.metrics.TransportMetrics;
 import io.rdma4j.core.pool.PoolConfig;
 import io.rdma4j.core.pool.RegisteredBufferPool;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
+import java.nio.file.Path;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
@@ -57,6 +59,11 @@ public final class UnavailableRdmaTransport implements RdmaTransport {
 
     @Override
     public RegisteredRegion register(MemorySegment segment, Set<Access> access) {
+        throw unavailable();
+    }
+
+    @Override
+    public RegisteredRegion registerFile(Path file, long length, Arena arena) {
         throw unavailable();
     }
 
