@@ -18,8 +18,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The Java side of VerbsBenchmarkGuestTest, in its own JVM so that it runs with the JVM's normal JIT
- * (the guest suite's JVM stops at C1 to save emulated CPU) and alone. The responder transport keeps the
+ * The Java side of VerbsBenchmarkGuestTest, in its own JVM so that it runs with the optimizing JIT (C2; the
+ * guest suite's JVM stops at C1 to save emulated CPU) and alone. The responder transport keeps the
  * default sleeping progress mode (an RDMA READ never involves the responder's CPU, as with
  * {@code ib_read_lat}'s server); the requester uses the mode under test.
  * Arguments: device name, address, kind, busy-poll (true/false). Prints one line:
