@@ -38,6 +38,10 @@ import java.util.zip.Checksum;
  * checksum) entries of every map output, then each map output's byte range for the requested partitions
  * (adjacent partitions of one map output are one read; small map outputs are batched into one pooled
  * buffer), with at most {@code max-bytes-in-flight} requested and not yet consumed.
+ *
+ * <p>Each remote peer is planned (describe, index reads) on its own virtual thread while the task consumes
+ * its local blocks, as Spark's fetcher sends its remote requests before reading local blocks: the round
+ * trips overlap with work instead of adding to the fetch wait.
  */
 final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
 
@@ -57,8 +61,29 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     /** Map ranges of one peer read together into one pooled buffer. */
     private record Batch(String executorId, RdmaConnection connection, List<MapRange> ranges, long bytes) { }
 
+    /** What the task thread takes from {@link #arrivals}. */
+    private sealed interface Arrival permits Completed, Planned { }
+
     /** One map range's read into its slice of the batch's shared buffer, finished. */
-    private record Completed(Batch batch, MapRange range, MemorySegment bytes, SharedBuffer shared, Throwable failure) { }
+    private record Completed(Batch batch, MapRange range, MemorySegment bytes, SharedBuffer shared, Throwable failure) implements Arrival { }
+
+    /**
+     * One peer's planning finished: its batches are queued, or it failed ({@code failure} non-null). The task
+     * thread builds the FetchFailedException, since Spark ties it to the TaskContext of the constructing thread.
+     */
+    private record Planned(PlanFailure failure) implements Arrival { }
+
+    private record PlanFailure(BlockManagerId peer, Wanted wanted, String message, Throwable cause) { }
+
+    /** Planning of one peer failed in a way Spark must hear as a fetch failure. */
+    private static final class PlanningFailed extends Exception {
+        final transient PlanFailure failure;
+
+        PlanningFailed(PlanFailure failure) {
+            super(failure.message(), null, false, false);
+            this.failure = failure;
+        }
+    }
 
     private final ExecutorRuntime runtime;
     private final int shuffleId;
@@ -67,9 +92,12 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     private final SerializerManager serializerManager;
     private final ArrayDeque<Ready> ready = new ArrayDeque<>();
     private final ArrayDeque<Batch> pending = new ArrayDeque<>();
-    private final LinkedBlockingQueue<Completed> completed = new LinkedBlockingQueue<>();
+    private final LinkedBlockingQueue<Arrival> arrivals = new LinkedBlockingQueue<>();
     private final List<SharedBuffer> handedOut = new ArrayList<>();
+    /** Reads issued and not yet taken. */
     private int outstanding;
+    /** Peers whose planning has not been taken yet. */
+    private int planning;
     private long bytesInFlight;
     private boolean closed;
 
@@ -82,23 +110,33 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         this.serializerManager = serializerManager;
     }
 
-    /** Plans and starts the fetch; PeerUnreachableException before anything was handed out lets the caller fall back. */
+    /**
+     * Connects to every remote peer, starts planning them in the background, then plans the local blocks.
+     * PeerUnreachableException (thrown before anything was handed out) lets the caller fall back.
+     */
     void start(List<Tuple2<BlockManagerId, List<Wanted>>> blocksByAddress) throws PeerUnreachableException {
+        List<Runnable> remotePlans = new ArrayList<>();
+        // Connecting is waiting for a remote peer, so it counts as fetch wait (as Spark counts it).
+        long startNanos = System.nanoTime();
+        for (Tuple2<BlockManagerId, List<Wanted>> group : blocksByAddress) {
+            BlockManagerId peer = group._1();
+            if (!peer.executorId().equals(runtime.executorId)) {
+                RdmaConnection connection = runtime.connection(peer.executorId());
+                remotePlans.add(() -> planRemote(peer, connection, group._2()));
+            }
+        }
+        metrics.incFetchWaitTime(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
+        synchronized (this) {
+            planning = remotePlans.size();
+        }
+        for (int i = 0; i < remotePlans.size(); i++) {
+            Thread.ofVirtual().name("rdma4j-shuffle-plan-" + context.taskAttemptId() + "-" + i).start(remotePlans.get(i));
+        }
         for (Tuple2<BlockManagerId, List<Wanted>> group : blocksByAddress) {
             if (group._1().executorId().equals(runtime.executorId)) {
                 planLocal(group._1(), group._2());
             }
         }
-        // Fetch wait is time spent waiting for remote blocks (as Spark counts it): the describe and index
-        // round trips count, reading local blocks does not.
-        long startNanos = System.nanoTime();
-        for (Tuple2<BlockManagerId, List<Wanted>> group : blocksByAddress) {
-            if (!group._1().executorId().equals(runtime.executorId)) {
-                planRemote(group._1(), group._2());
-            }
-        }
-        metrics.incFetchWaitTime(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
-        issueMore();
     }
 
     private static Map<Long, List<Wanted>> byMap(List<Wanted> wanted) {
@@ -132,16 +170,34 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         }
     }
 
-    private void planRemote(BlockManagerId peer, List<Wanted> wanted) throws PeerUnreachableException {
+    /** On a planning thread: plans one peer's reads, queues them, then reports to the task thread. */
+    private void planRemote(BlockManagerId peer, RdmaConnection connection, List<Wanted> wanted) {
+        PlanFailure failure = null;
+        try {
+            List<Batch> batches = batchesFrom(peer, connection, wanted);
+            synchronized (this) {
+                if (!closed) {
+                    pending.addAll(batches);
+                }
+            }
+            issueMore();
+        } catch (PlanningFailed e) {
+            failure = e.failure;
+        } catch (RuntimeException | Error e) {
+            failure = new PlanFailure(peer, wanted.getFirst(), "planning reads from executor " + peer.executorId() + " failed: " + e, e);
+        }
+        arrivals.add(new Planned(failure));
+    }
+
+    private List<Batch> batchesFrom(BlockManagerId peer, RdmaConnection connection, List<Wanted> wanted) throws PlanningFailed {
         String peerId = peer.executorId();
-        RdmaConnection connection = runtime.connection(peerId);
         Map<Long, List<Wanted>> byMap = byMap(wanted);
         Map<Long, DescribeProtocol.MapOutput> outputs;
         try {
             outputs = runtime.describe(peerId, connection, shuffleId, new ArrayList<>(byMap.keySet()));
         } catch (Exception e) {
             runtime.forget(peerId, connection);
-            throw fetchFailed(peer, wanted.getFirst(), "cannot describe map outputs on executor " + peerId + ": " + e, e);
+            throw new PlanningFailed(new PlanFailure(peer, wanted.getFirst(), "cannot describe map outputs on executor " + peerId + ": " + e, e));
         }
         // One read of every map output's index (and checksum) entries for the requested partitions.
         List<ReadRequest> metaReads = new ArrayList<>();
@@ -152,7 +208,7 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             Wanted first = blocks.getFirst();
             DescribeProtocol.MapOutput output = outputs.get(first.blockId().mapId());
             if (output == null || !output.present()) {
-                throw fetchFailed(peer, first, "executor " + peerId + " no longer has this map output", null);
+                throw new PlanningFailed(new PlanFailure(peer, first, "executor " + peerId + " no longer has this map output", null));
             }
             if (output.data() == null) {
                 continue; // every partition of this map output is empty
@@ -168,8 +224,9 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             }
             metas.add(new Meta(blocks, output, min, max, indexAt, checksumAt));
         }
+        List<Batch> batches = new ArrayList<>();
         if (metas.isEmpty()) {
-            return;
+            return batches;
         }
         List<MapRange> ranges = new ArrayList<>();
         try (PooledBuffer metaBuffer = runtime.pool.acquire(metaBytes)) {
@@ -182,9 +239,13 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             }
             try {
                 connection.readAll(metaReads).get(runtime.conf.transport().operationTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new PlanningFailed(new PlanFailure(peer, wanted.getFirst(), "interrupted while reading index entries from executor " + peerId, e));
             } catch (Exception e) {
                 runtime.forget(peerId, connection);
-                throw fetchFailed(peer, wanted.getFirst(), "RDMA read of map output index entries from executor " + peerId + " failed: " + e, e);
+                throw new PlanningFailed(new PlanFailure(peer, wanted.getFirst(),
+                        "RDMA read of map output index entries from executor " + peerId + " failed: " + e, e));
             }
             for (Meta m : metas) {
                 long start = sink.get(BIG_ENDIAN_LONG, m.indexAt());
@@ -216,7 +277,7 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         long currentBytes = 0;
         for (MapRange range : ranges) {
             if (!current.isEmpty() && currentBytes + range.length() > target) {
-                pending.add(new Batch(peerId, connection, current, currentBytes));
+                batches.add(new Batch(peerId, connection, current, currentBytes));
                 current = new ArrayList<>();
                 currentBytes = 0;
             }
@@ -224,8 +285,9 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             currentBytes += range.length();
         }
         if (!current.isEmpty()) {
-            pending.add(new Batch(peerId, connection, current, currentBytes));
+            batches.add(new Batch(peerId, connection, current, currentBytes));
         }
+        return batches;
     }
 
     /**
@@ -256,18 +318,25 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     private void arrived(Completed result) {
         synchronized (this) {
             if (!closed) {
-                completed.add(result);
+                arrivals.add(result);
                 return;
             }
         }
         result.shared().readFinished();
     }
 
+    /** May wait: whether more blocks come is known only once every peer's planning is taken. */
     @Override
     public boolean hasNext() {
-        synchronized (this) {
-            return !ready.isEmpty() || !pending.isEmpty() || outstanding > 0;
+        while (ready.isEmpty()) {
+            synchronized (this) {
+                if (pending.isEmpty() && outstanding == 0 && planning == 0) {
+                    return false;
+                }
+            }
+            takeArrival();
         }
+        return true;
     }
 
     @Override
@@ -276,10 +345,6 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             throw new NoSuchElementException();
         }
         Ready block = ready.poll();
-        if (block == null) {
-            takeCompleted();
-            block = ready.poll();
-        }
         if (block.remote()) {
             metrics.incRemoteBlocksFetched(1);
             metrics.incRemoteBytesRead(block.bytes().remaining());
@@ -291,16 +356,32 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         return new Tuple2<>(block.blockId(), serializerManager.wrapStream(block.blockId(), raw));
     }
 
-    private void takeCompleted() {
+    /** Task thread: waits for the next finished read or planning (the wait is fetch wait) and takes it. */
+    private void takeArrival() {
         long startNanos = System.nanoTime();
-        Completed result;
+        Arrival arrival;
         try {
-            result = completed.take();
+            arrival = arrivals.take();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while waiting for shuffle blocks", e);
         }
         metrics.incFetchWaitTime(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
+        switch (arrival) {
+            case Completed completed -> takeCompleted(completed);
+            case Planned planned -> {
+                synchronized (this) {
+                    planning--;
+                }
+                PlanFailure f = planned.failure();
+                if (f != null) {
+                    throw fetchFailed(f.peer(), f.wanted(), f.message(), f.cause());
+                }
+            }
+        }
+    }
+
+    private void takeCompleted(Completed result) {
         Batch batch = result.batch();
         MapRange range = result.range();
         synchronized (this) {
@@ -385,9 +466,11 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             ready.clear();
         }
         toRelease.forEach(SharedBuffer::abandonBlocks);
-        Completed c;
-        while ((c = completed.poll()) != null) {
-            c.shared().readFinished();
+        Arrival a;
+        while ((a = arrivals.poll()) != null) {
+            if (a instanceof Completed c) {
+                c.shared().readFinished();
+            }
         }
     }
 }

@@ -260,7 +260,8 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         private final long bytes;
         private final DefaultRegion region;
         private final long startNanos = System.nanoTime();
-        private final CompletableFuture<Void> result = new CompletableFuture<>();
+        /** The user's future, made by follow() only: readAndWait settles without one. */
+        private CompletableFuture<Void> result;
         private volatile RdmaTimeoutException timedOut;
 
         Tracker(OperationType type, long bytes, DefaultRegion region) {
@@ -270,6 +271,8 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         }
 
         CompletableFuture<Void> follow(CompletableFuture<Void> providerFuture) {
+            CompletableFuture<Void> result = new CompletableFuture<>();
+            this.result = result;
             var timer = transport.timers().schedule(this::onTimeout, timeout.toNanos(), TimeUnit.NANOSECONDS);
             providerFuture.whenComplete((v, error) -> {
                 timer.cancel(false);
@@ -288,6 +291,9 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
 
         void finish(Void v, Throwable error) {
             Throwable failure = settle(error);
+            if (result == null) {
+                return; // never followed: the caller that began it rethrows the failure itself
+            }
             transport.completions().execute(() -> {
                 if (failure == null) {
                     result.complete(null);

@@ -158,14 +158,28 @@ public final class DefaultRdmaTransport implements RdmaTransport {
 
     void forget(DefaultRegion region) {
         regions.remove(region);
+        if (lastLocalRegion == region) {
+            lastLocalRegion = null;
+        }
     }
 
     /** The live local region containing {@code segment} with {@code right} (any right when null). */
+    /** The region {@link #localRegion} found last; only a hint, re-checked on every use. */
+    private volatile DefaultRegion lastLocalRegion;
+
     DefaultRegion localRegion(MemorySegment segment, Access right) {
         if (!segment.isNative()) {
             throw new IllegalArgumentException("local buffers of RDMA operations must be native memory inside a registered region");
         }
+        // Callers tend to use one buffer (or one pool slab) over and over: try the last match first.
+        DefaultRegion last = lastLocalRegion;
+        if (last != null && last.isOpen() && last.contains(segment) && (right == null || last.access().contains(right))) {
+            return last;
+        }
         DefaultRegion r = regions.find(segment, candidate -> right == null || candidate.access().contains(right));
+        if (r != null) {
+            lastLocalRegion = r;
+        }
         if (r == null) {
             throw new IllegalArgumentException("local buffer [0x" + Long.toHexString(segment.address()) + ", +" + segment.byteSize()
                     + ") is not inside a live region registered with this transport" + (right == null ? "" : " with " + right));

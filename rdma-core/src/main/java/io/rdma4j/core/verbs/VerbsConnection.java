@@ -341,7 +341,7 @@ final class VerbsConnection implements ProviderConnection {
 
     @Override
     public CompletableFuture<Void> read(long remoteAddress, long remoteKey, MemorySegment sink, ProviderRegion localRegion) {
-        return readAll(List.of(new ProviderRead(remoteAddress, remoteKey, sink, localRegion))).getFirst();
+        return postSingle(RdmaBindings.IBV_WR_RDMA_READ(), "read", remoteAddress, remoteKey, sink, localRegion);
     }
 
     @Override
@@ -356,8 +356,55 @@ final class VerbsConnection implements ProviderConnection {
 
     @Override
     public CompletableFuture<Void> write(long remoteAddress, long remoteKey, MemorySegment source, ProviderRegion localRegion) {
-        return postOneSided(RdmaBindings.IBV_WR_RDMA_WRITE(), "write",
-                List.of(new ProviderRead(remoteAddress, remoteKey, source, localRegion))).getFirst();
+        return postSingle(RdmaBindings.IBV_WR_RDMA_WRITE(), "write", remoteAddress, remoteKey, source, localRegion);
+    }
+
+    /** One signalled one-sided work request: the latency path, without the lists a chain needs. */
+    private CompletableFuture<Void> postSingle(int opcode, String operation, long remoteAddress, long remoteKey,
+                                               MemorySegment local, ProviderRegion localRegion) {
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        if (local.byteSize() == 0) {
+            f.complete(null); // NICs do not check keys for zero-length transfers either
+            return f;
+        }
+        lock.lock();
+        try {
+            if (state != State.OPEN) {
+                f.completeExceptionally(closedException());
+                return f;
+            }
+            long wrId = nextWrId;
+            fillWorkRequest(0, 1, opcode, wrId, remoteAddress, remoteKey, local, localRegion);
+            int rc = VerbsOps.postSend(qp, sendWrs, badWr);
+            if (rc != 0) {
+                f.completeExceptionally(new RdmaException("ibv_post_send of 1 " + operation + " failed: errno " + rc));
+                return f;
+            }
+            nextWrId++;
+            sendQueue.add(new Pending(wrId, operation, f, -1));
+        } finally {
+            lock.unlock();
+        }
+        return f;
+    }
+
+    /** Under lock: work request {@code i} of a chain of {@code n} (only the last is signalled). */
+    private void fillWorkRequest(int i, int n, int opcode, long wrId, long remoteAddress, long remoteKey,
+                                 MemorySegment local, ProviderRegion localRegion) {
+        MemorySegment sge = ibv_sge.asSlice(sendSges, i);
+        ibv_sge.addr(sge, local.address());
+        ibv_sge.length(sge, (int) local.byteSize());
+        ibv_sge.lkey(sge, (int) localRegion.localKey());
+        MemorySegment wr = ibv_send_wr.asSlice(sendWrs, i);
+        ibv_send_wr.wr_id(wr, wrId);
+        ibv_send_wr.next(wr, i + 1 < n ? ibv_send_wr.asSlice(sendWrs, i + 1) : MemorySegment.NULL);
+        ibv_send_wr.sg_list(wr, sge);
+        ibv_send_wr.num_sge(wr, 1);
+        ibv_send_wr.opcode(wr, opcode);
+        ibv_send_wr.send_flags(wr, i + 1 == n ? RdmaBindings.IBV_SEND_SIGNALED() : 0);
+        MemorySegment rdma = ibv_send_wr.wr.rdma(ibv_send_wr.wr(wr));
+        ibv_send_wr.wr.rdma.remote_addr(rdma, remoteAddress);
+        ibv_send_wr.wr.rdma.rkey(rdma, (int) remoteKey);
     }
 
     /**
@@ -392,20 +439,7 @@ final class VerbsConnection implements ProviderConnection {
             int n = toPost.size();
             for (int i = 0; i < n; i++) {
                 ProviderRead op = toPost.get(i);
-                MemorySegment sge = ibv_sge.asSlice(sendSges, i);
-                ibv_sge.addr(sge, op.sink().address());
-                ibv_sge.length(sge, (int) op.sink().byteSize());
-                ibv_sge.lkey(sge, (int) op.localRegion().localKey());
-                MemorySegment wr = ibv_send_wr.asSlice(sendWrs, i);
-                ibv_send_wr.wr_id(wr, firstId + i);
-                ibv_send_wr.next(wr, i + 1 < n ? ibv_send_wr.asSlice(sendWrs, i + 1) : MemorySegment.NULL);
-                ibv_send_wr.sg_list(wr, sge);
-                ibv_send_wr.num_sge(wr, 1);
-                ibv_send_wr.opcode(wr, opcode);
-                ibv_send_wr.send_flags(wr, i + 1 == n ? RdmaBindings.IBV_SEND_SIGNALED() : 0);
-                MemorySegment rdma = ibv_send_wr.wr.rdma(ibv_send_wr.wr(wr));
-                ibv_send_wr.wr.rdma.remote_addr(rdma, op.remoteAddress());
-                ibv_send_wr.wr.rdma.rkey(rdma, (int) op.remoteKey());
+                fillWorkRequest(i, n, opcode, firstId + i, op.remoteAddress(), op.remoteKey(), op.sink(), op.localRegion());
             }
             int rc = VerbsOps.postSend(qp, sendWrs, badWr);
             if (rc != 0) {
@@ -619,7 +653,7 @@ final class VerbsConnection implements ProviderConnection {
     }
 
     private void onSendCompletion(long wrId, int status) {
-        List<Pending> done = new ArrayList<>();
+        List<Pending> done = new ArrayList<>(2);
         lock.lock();
         try {
             while (!sendQueue.isEmpty()) {
