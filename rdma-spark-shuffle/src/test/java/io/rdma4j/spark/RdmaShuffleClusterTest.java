@@ -3,8 +3,6 @@ package io.rdma4j.spark;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
-import org.apache.spark.scheduler.SparkListener;
-import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -18,7 +16,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
@@ -32,8 +29,7 @@ class RdmaShuffleClusterTest {
 
     private static JavaSparkContext sc;
     private static SparkSession spark;
-    private static final AtomicLong remoteBlocks = new AtomicLong();
-    private static final AtomicLong remoteBytes = new AtomicLong();
+    private static ShuffleReadTotals totals;
 
     @BeforeAll
     static void start() {
@@ -41,15 +37,7 @@ class RdmaShuffleClusterTest {
                 // Small slabs so that one test's blocks exceed a slab; small batches so that many reads are in flight.
                 .set("spark.shuffle.rdma.buffer-slab-size", "64k")
                 .set("spark.shuffle.rdma.max-bytes-in-flight", "1m"));
-        sc.sc().addSparkListener(new SparkListener() {
-            @Override
-            public void onTaskEnd(SparkListenerTaskEnd end) {
-                if (end.taskMetrics() != null) {
-                    remoteBlocks.addAndGet(end.taskMetrics().shuffleReadMetrics().remoteBlocksFetched());
-                    remoteBytes.addAndGet(end.taskMetrics().shuffleReadMetrics().remoteBytesRead());
-                }
-            }
-        });
+        totals = ShuffleReadTotals.attach(sc);
         spark = SparkSession.builder().sparkContext(sc.sc()).getOrCreate();
     }
 
@@ -66,7 +54,7 @@ class RdmaShuffleClusterTest {
 
     @Test
     void reduceByKeyMatchesAndReportsRemoteReads() throws Exception {
-        long blocksBefore = remoteBlocks.get();
+        long blocksBefore = totals.remoteBlocks();
         Map<Integer, Long> result = new TreeMap<>(sc.parallelize(numbers(100_000), 8)
                 .mapToPair(i -> new Tuple2<>(i % 1000, (long) i))
                 .reduceByKey(Long::sum, 6)
@@ -77,8 +65,8 @@ class RdmaShuffleClusterTest {
         }
         assertThat(result).isEqualTo(expected);
         Thread.sleep(500); // task-end events arrive asynchronously
-        assertThat(remoteBlocks.get() - blocksBefore).as("blocks read from the other executor by RDMA").isPositive();
-        assertThat(remoteBytes.get()).isPositive();
+        assertThat(totals.remoteBlocks() - blocksBefore).as("blocks read from the other executor by RDMA").isPositive();
+        assertThat(totals.remoteBytes()).isPositive();
     }
 
     @Test

@@ -4,7 +4,6 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
-import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.junit.jupiter.api.Test;
 import scala.Tuple2;
 
@@ -12,7 +11,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
@@ -26,8 +24,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 class RdmaShuffleDynamicAllocationTest {
 
     private final Set<String> removedExecutors = ConcurrentHashMap.newKeySet();
-    private final Set<String> mapExecutors = ConcurrentHashMap.newKeySet();
-    private final AtomicLong remoteBlocks = new AtomicLong();
 
     @Test
     void executorsAddedAfterIdleOnesWereRemovedShuffleThroughRdma4j() throws InterruptedException {
@@ -40,25 +36,15 @@ class RdmaShuffleDynamicAllocationTest {
                 .set("spark.dynamicAllocation.initialExecutors", "2")
                 .set("spark.dynamicAllocation.maxExecutors", "2");
         try (JavaSparkContext sc = LocalCluster.start(conf)) {
+            ShuffleReadTotals totals = ShuffleReadTotals.attach(sc);
             sc.sc().addSparkListener(new SparkListener() {
-                @Override
-                public void onTaskEnd(SparkListenerTaskEnd end) {
-                    if (end.taskMetrics() == null) {
-                        return;
-                    }
-                    if (end.taskMetrics().shuffleWriteMetrics().bytesWritten() > 0) {
-                        mapExecutors.add(end.taskInfo().executorId());
-                    }
-                    remoteBlocks.addAndGet(end.taskMetrics().shuffleReadMetrics().remoteBlocksFetched());
-                }
-
                 @Override
                 public void onExecutorRemoved(SparkListenerExecutorRemoved removed) {
                     removedExecutors.add(removed.executorId());
                 }
             });
             assertThat(sums(sc, 1)).isEqualTo(expectedSums(1));
-            Set<String> firstExecutors = Set.copyOf(mapExecutors);
+            Set<String> firstExecutors = totals.mapExecutors();
 
             // Idle, and past the shuffle tracking timeout: Spark removes both executors.
             long deadline = System.nanoTime() + 120_000_000_000L;
@@ -68,14 +54,13 @@ class RdmaShuffleDynamicAllocationTest {
             assertThat(sc.sc().getExecutorMemoryStatus().size()).as("only the driver left").isEqualTo(1);
             assertThat(removedExecutors).containsAll(firstExecutors);
 
-            mapExecutors.clear();
-            remoteBlocks.set(0);
+            totals.reset();
             // Slow map tasks, so that both new executors are up and write map outputs (fallback=fail: every
             // remote block below went through rdma4j).
             assertThat(sums(sc, 3)).isEqualTo(expectedSums(3));
-            assertThat(mapExecutors).as("map outputs written by executors added after the first were removed")
+            assertThat(totals.mapExecutors()).as("map outputs written by executors added after the first were removed")
                     .hasSize(2).doesNotContainAnyElementsOf(firstExecutors);
-            assertThat(remoteBlocks.get()).as("remote blocks read by the new executors").isPositive();
+            assertThat(totals.remoteBlocks()).as("remote blocks read by the new executors").isPositive();
         }
     }
 

@@ -22,8 +22,8 @@ import java.util.concurrent.TimeUnit;
  * guest suite's JVM stops at C1 to save emulated CPU) and alone. The responder transport keeps the
  * default sleeping progress mode (an RDMA READ never involves the responder's CPU, as with
  * {@code ib_read_lat}'s server); the requester uses the mode under test.
- * Arguments: device name, address, kind, busy-poll (true/false). Prints one line:
- * {@code RESULT future=<us> wait=<us> bandwidth=<MiB/s>}.
+ * Arguments: device name, address, kind, busy-poll (true/false), optionally {@code latency-only}. Prints one
+ * line: {@code RESULT future=<us> wait=<us> bandwidth=<MiB/s>}, or {@code LATENCY wait=<us>} (readAndWait only).
  */
 public final class VerbsReadBenchmark {
 
@@ -51,6 +51,10 @@ public final class VerbsReadBenchmark {
             RegionDescriptor d = remote.descriptor();
             MemorySegment small = sink.segment().asSlice(0, 8);
 
+            if (args.length > 4 && args[4].equals("latency-only")) {
+                System.out.printf(Locale.ROOT, "LATENCY wait=%.1f%n", medianMicros(() -> connection.readAndWait(d, 0, small)));
+                return;
+            }
             double future = medianMicros(() -> connection.read(d, 0, small).get(60, TimeUnit.SECONDS));
             double wait = medianMicros(() -> connection.readAndWait(d, 0, small));
 

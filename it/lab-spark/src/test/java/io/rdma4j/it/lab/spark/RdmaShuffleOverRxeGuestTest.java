@@ -5,10 +5,9 @@ import io.rdma4j.core.metrics.TransportMetrics;
 import io.rdma4j.it.lab.LabDevice;
 import io.rdma4j.spark.LocalCluster;
 import io.rdma4j.spark.RdmaShuffleManager;
+import io.rdma4j.spark.ShuffleReadTotals;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaSparkContext;
-import org.apache.spark.scheduler.SparkListener;
-import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -24,7 +23,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
@@ -45,9 +43,7 @@ class RdmaShuffleOverRxeGuestTest {
 
     /** Set in the driver only: executors load this class too, to deserialise its closures. */
     private static LabDevice device;
-    private static final AtomicLong remoteBlocks = new AtomicLong();
-    private static final AtomicLong remoteBytes = new AtomicLong();
-    private static final AtomicLong localBlocks = new AtomicLong();
+    private static ShuffleReadTotals totals;
     private static JavaSparkContext sc;
 
     /** What one executor's shuffle manager reports about its rdma4j transport. */
@@ -88,16 +84,7 @@ class RdmaShuffleOverRxeGuestTest {
                 // Small slabs and batches: many READs in flight and blocks larger than a slab.
                 .set("spark.shuffle.rdma.buffer-slab-size", "64k")
                 .set("spark.shuffle.rdma.max-bytes-in-flight", "1m"));
-        sc.sc().addSparkListener(new SparkListener() {
-            @Override
-            public void onTaskEnd(SparkListenerTaskEnd end) {
-                if (end.taskMetrics() != null) {
-                    remoteBlocks.addAndGet(end.taskMetrics().shuffleReadMetrics().remoteBlocksFetched());
-                    remoteBytes.addAndGet(end.taskMetrics().shuffleReadMetrics().remoteBytesRead());
-                    localBlocks.addAndGet(end.taskMetrics().shuffleReadMetrics().localBlocksFetched());
-                }
-            }
-        });
+        totals = ShuffleReadTotals.attach(sc);
         System.out.printf("LAB-SPARK: local-cluster[2,1,1024] up with both executors in %d s%n",
                 (System.nanoTime() - start) / 1_000_000_000L);
     }
@@ -132,10 +119,10 @@ class RdmaShuffleOverRxeGuestTest {
         long readBytes = reports.stream().mapToLong(ExecutorShuffleReport::readBytes).sum();
         System.out.printf("LAB-SPARK: reduceByKey over %d records in %d s; Spark shuffle read metrics: %d remote blocks, "
                         + "%d remote bytes, %d local blocks; rdma4j READs: %d ops, %d bytes; executors: %s%n",
-                RECORDS, jobSeconds, remoteBlocks.get(), remoteBytes.get(), localBlocks.get(), reads, readBytes, reports);
+                RECORDS, jobSeconds, totals.remoteBlocks(), totals.remoteBytes(), totals.localBlocks(), reads, readBytes, reports);
 
-        assertThat(remoteBlocks.get()).as("blocks read from the other executor").isPositive();
-        assertThat(remoteBytes.get()).as("bytes read from the other executor").isPositive();
+        assertThat(totals.remoteBlocks()).as("blocks read from the other executor").isPositive();
+        assertThat(totals.remoteBytes()).as("bytes read from the other executor").isPositive();
         for (ExecutorShuffleReport report : reports) {
             assertThat(report.provider()).as("provider of executor %s", report.executorId()).isEqualTo("verbs");
             assertThat(report.endpointHost()).as("endpoint of executor %s", report.executorId()).isEqualTo(device.address());
@@ -145,7 +132,7 @@ class RdmaShuffleOverRxeGuestTest {
                     .isZero();
         }
         assertThat(reads).as("RDMA READs issued by the reducers").isPositive();
-        assertThat(readBytes).as("bytes moved by RDMA READ cover every remote block").isGreaterThanOrEqualTo(remoteBytes.get());
+        assertThat(readBytes).as("bytes moved by RDMA READ cover every remote block").isGreaterThanOrEqualTo(totals.remoteBytes());
     }
 
     /** Runs a small job until both executors have answered once (tasks land where a core is free). */
