@@ -31,6 +31,7 @@ import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -57,6 +58,8 @@ final class VerbsConnection implements ProviderConnection {
     static final int EXTRA_SLOTS = 4;
     private static final int BATCH = 64;
     static final int POLL_BATCH = 32;
+    /** A waiting caller reads the clock once per this many polls of the CQ (see pollUntilDone). */
+    private static final int CLOCK_EVERY_POLLS = 16;
     private static final long RECV_BIT = 1L << 62;
     private static final long CLOSE_DRAIN_NANOS = TimeUnit.SECONDS.toNanos(1);
 
@@ -70,8 +73,14 @@ final class VerbsConnection implements ProviderConnection {
     private final ReentrantLock pollLock = new ReentrantLock();
     /** Guarded by pollLock: the CQ is destroyed. */
     private boolean torn;
-    /** When a caller last waited in {@link #await} ({@link System#nanoTime()}); see {@link #callerPolledRecently}. */
-    private volatile long callerPolledAt = System.nanoTime() - TimeUnit.SECONDS.toNanos(1);
+    /** Counts callers' waits in {@link #await}: callers read no clock for it (see {@link #polledByCaller}). */
+    private volatile int callerWaits;
+    /** The progress thread's own: the {@link #callerWaits} it last saw, and when it saw it change. */
+    private int callerWaitsSeen;
+    /** Callers polling this CQ in {@link #await} right now, and those blocked there after polling. */
+    private final AtomicInteger spinningCallers = new AtomicInteger();
+    private final AtomicInteger blockedCallers = new AtomicInteger();
+    private long callerSeenAt = System.nanoTime() - TimeUnit.SECONDS.toNanos(1);
     private MemorySegment completions;
     private State state = State.CONNECTING;
     private volatile BlockingQueue<VerbsTransport.CmEvent> setupEvents;
@@ -556,7 +565,7 @@ final class VerbsConnection implements ProviderConnection {
      * the completions found, or {@link #CALLER_POLLING} when a waiting caller holds the CQ.
      */
     int progress() {
-        if (!pollLock.tryLock()) {
+        if (spinningCallers.get() > 0 || !pollLock.tryLock()) {
             return CALLER_POLLING;
         }
         try {
@@ -609,37 +618,90 @@ final class VerbsConnection implements ProviderConnection {
      */
     @Override
     public boolean await(CompletableFuture<Void> operation, long deadlineNanos) {
+        callerWaits++; // a lost increment between two racing callers is harmless: any change counts
+        // While a caller spins here the progress thread keeps off this CQ: it would only hold the poll lock the
+        // caller needs, to reap the caller's own completion. A caller that stops spinning counts as blocked
+        // before it stops counting as spinning, so the progress thread never takes the CQ for nobody's.
+        spinningCallers.incrementAndGet();
         try {
-            return pollUntilDone(operation, deadlineNanos);
+            if (transport.awaitSpinNanos > 0) {
+                spinUntilDone(operation, deadlineNanos);
+            }
+            if (operation.isDone()) {
+                return true;
+            }
+            blockedCallers.incrementAndGet();
         } finally {
-            callerPolledAt = System.nanoTime();
+            spinningCallers.decrementAndGet();
+        }
+        try {
+            armForBlockedCaller();
+            return ProviderConnection.super.await(operation, deadlineNanos);
+        } finally {
+            blockedCallers.decrementAndGet();
         }
     }
 
     /**
-     * Whether a caller polled this CQ within {@code nanos}: the progress thread then neither polls nor arms it,
-     * since a completion event would wake it for a completion the caller reaps anyway.
+     * The progress thread leaves a CQ that callers poll unarmed; a caller about to block arms it, so that its
+     * completion wakes the progress thread, and reaps once for a completion that came before the arming.
+     * When the poll lock is busy, another caller is polling and reaps for everyone.
      */
-    boolean callerPolledRecently(long now, long nanos) {
-        return pollLock.isLocked() || now - callerPolledAt < nanos;
+    private void armForBlockedCaller() {
+        if (pollLock.tryLock()) {
+            try {
+                if (!torn && cq != null) {
+                    VerbsOps.reqNotifyCq(cq, false);
+                    reap();
+                }
+            } finally {
+                pollLock.unlock();
+            }
+        }
     }
 
-    private boolean pollUntilDone(CompletableFuture<Void> operation, long deadlineNanos) {
-        callerPolledAt = System.nanoTime();
-        long spinUntil = callerPolledAt + transport.awaitSpinNanos;
+    /**
+     * Whether this CQ is, for now, its callers' to poll: one spins on it in {@link #await}, or did within about
+     * {@code recentNanos}, and none is blocked waiting for the progress thread. Called by the progress thread only,
+     * which times the callers' waits with its own clock.
+     */
+    boolean polledByCaller(long now, long recentNanos) {
+        if (blockedCallers.get() > 0) {
+            return false;
+        }
+        int waits = callerWaits;
+        if (spinningCallers.get() > 0 || waits != callerWaitsSeen) {
+            callerWaitsSeen = waits;
+            callerSeenAt = now;
+            return true;
+        }
+        return now - callerSeenAt < recentNanos;
+    }
+
+    /** Polls until the operation is done, the deadline or the spin budget has passed, or the CQ is torn down. */
+    private void spinUntilDone(CompletableFuture<Void> operation, long deadlineNanos) {
+        // The clock is read every CLOCK_EVERY_POLLS polls only: where the clock source is slow (a VM without a
+        // usable TSC makes every read a system call) reading it per poll costs more than the poll.
+        long spinUntil = 0;
+        boolean spinning = false; // from the first clock read on: the spin starts a few polls late
+        int polls = 0;
         while (!operation.isDone()) {
-            long now = System.nanoTime();
-            if (now - deadlineNanos >= 0) {
-                return false;
-            }
-            if (now - spinUntil >= 0) {
-                return ProviderConnection.super.await(operation, deadlineNanos);
+            if (++polls % CLOCK_EVERY_POLLS == 0) {
+                long now = System.nanoTime();
+                if (now - deadlineNanos >= 0) {
+                    return;
+                }
+                if (!spinning) {
+                    spinning = true;
+                    spinUntil = now + transport.awaitSpinNanos;
+                } else if (now - spinUntil >= 0) {
+                    return;
+                }
             }
             if (pollLock.tryLock()) {
                 try {
                     if (torn) {
-                        // torn down: the progress thread has failed what was pending
-                        return ProviderConnection.super.await(operation, deadlineNanos);
+                        return; // torn down: the progress thread has failed what was pending
                     }
                     reap();
                 } finally {
@@ -649,7 +711,6 @@ final class VerbsConnection implements ProviderConnection {
                 Thread.onSpinWait();
             }
         }
-        return true;
     }
 
     private void onSendCompletion(long wrId, int status) {

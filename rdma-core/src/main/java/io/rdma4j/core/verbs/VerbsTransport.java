@@ -65,9 +65,13 @@ final class VerbsTransport implements ProviderTransport {
     static final long MAX_OPERATION_LENGTH_CAP = 1L << 30;
     private static final int POLL_TIMEOUT_MS = 50;
     private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
-    /** A CQ whose caller polled it this recently is not armed; the progress thread sleeps at most the second. */
+    /**
+     * A CQ whose caller polled it this recently is left to callers: the progress thread neither arms it nor polls it
+     * more often than every CALLER_RECENT_SLEEP_MS, and sleeps at most that long.
+     */
     private static final long CALLER_RECENT_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
     private static final int CALLER_RECENT_SLEEP_MS = 2;
+    private static final long CALLER_RECENT_SLEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(CALLER_RECENT_SLEEP_MS);
 
     final TransportConfig config;
     final TransportMetrics metrics;
@@ -534,36 +538,42 @@ final class VerbsTransport implements ProviderTransport {
             MemorySegment cqOut = a.allocate(ValueLayout.ADDRESS);
             MemorySegment ctxOut = a.allocate(ValueLayout.ADDRESS);
             long idleSince = System.nanoTime();
+            long callerCqsPolledAt = idleSince;
             while (running || !attached.isEmpty()) {
+                // A CQ that a caller polls, or polled just now, is left to that caller: polling it here too would
+                // hold the poll lock the caller needs, to reap the caller's own completion. It is still polled
+                // here every CALLER_RECENT_SLEEP_MS, for what no caller waits for (a message, a completion of
+                // an asynchronous operation).
+                long now = System.nanoTime();
+                boolean callerCqsTurn = now - callerCqsPolledAt >= CALLER_RECENT_SLEEP_NANOS;
+                if (callerCqsTurn) {
+                    callerCqsPolledAt = now;
+                }
                 boolean any = false;
                 for (VerbsConnection c : attached) {
-                    any |= c.progress() > 0;
+                    if (callerCqsTurn || !c.polledByCaller(now, CALLER_RECENT_NANOS)) {
+                        any |= c.progress() > 0;
+                    }
                 }
                 if (any) {
-                    idleSince = System.nanoTime();
+                    idleSince = now;
                     continue;
                 }
-                if (busyPoll || System.nanoTime() - idleSince < SPIN_NANOS) {
+                if (busyPoll || now - idleSince < SPIN_NANOS) {
                     Thread.onSpinWait();
                     continue;
                 }
-                // CQs a caller polls now or did just now are left unarmed: an event would wake this thread
-                // for completions the caller reaps itself. The sleep is then capped, so that what such a CQ
-                // receives while no caller waits (a message, a completion of an asynchronous operation) is
-                // still seen soon.
-                long now = System.nanoTime();
+                // A caller's CQ is not armed either: an event would wake this thread for completions the caller
+                // reaps itself. The sleep is then capped, so that the caller's CQs get their turn.
                 boolean unarmed = false;
                 for (VerbsConnection c : attached) {
-                    if (c.callerPolledRecently(now, CALLER_RECENT_NANOS)) {
+                    if (c.polledByCaller(now, CALLER_RECENT_NANOS)) {
                         unarmed = true;
                     } else {
                         c.arm();
+                        // a completion that arrived before arming raises no event: look once more before sleeping
+                        any |= c.progress() > 0;
                     }
-                }
-                // A completion that arrived before arming raises no event: look once more before sleeping.
-                for (VerbsConnection c : attached) {
-                    int found = c.progress();
-                    any |= found > 0;
                 }
                 if (!any && poll.awaitReadable(unarmed ? CALLER_RECENT_SLEEP_MS : POLL_TIMEOUT_MS)) {
                     do {

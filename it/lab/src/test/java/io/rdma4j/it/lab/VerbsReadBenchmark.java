@@ -88,11 +88,16 @@ public final class VerbsReadBenchmark {
         while (System.nanoTime() - warmUntil < 0) {
             read.run();
         }
+        // one clock read per read, between consecutive reads, as ib_read_lat takes its time stamps
+        long[] stamps = new long[LAT_ITERATIONS + 1];
+        for (int i = 0; i < LAT_ITERATIONS; i++) {
+            stamps[i] = System.nanoTime();
+            read.run();
+        }
+        stamps[LAT_ITERATIONS] = System.nanoTime();
         long[] nanos = new long[LAT_ITERATIONS];
         for (int i = 0; i < LAT_ITERATIONS; i++) {
-            long t0 = System.nanoTime();
-            read.run();
-            nanos[i] = System.nanoTime() - t0;
+            nanos[i] = stamps[i + 1] - stamps[i];
         }
         Arrays.sort(nanos);
         return nanos[LAT_ITERATIONS / 2] / 1000.0;
