@@ -43,9 +43,9 @@ RUN_TIMEOUT=${RDMA_LAB_TIMEOUT:-1200}
 
 HOST_PACKAGES=(qemu-system-x86 rdma-core ibverbs-utils ibverbs-providers perftest rdmacm-utils
   libibverbs-dev librdmacm-dev iproute2 busybox-static kmod cpio xz-utils gzip bc make libc6-dev
-  binutils coreutils)
+  binutils coreutils util-linux)
 # Commands `run` and the guest rely on, with the package that provides each.
-REQUIRED_COMMANDS=(qemu-system-x86_64 ibv_devinfo rdma ib_read_lat rping busybox cpio depmod xz)
+REQUIRED_COMMANDS=(qemu-system-x86_64 ibv_devinfo rdma ib_read_lat rping busybox cpio depmod xz taskset)
 
 log() { printf '[rdma-lab %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }

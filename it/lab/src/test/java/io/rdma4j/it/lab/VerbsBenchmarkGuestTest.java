@@ -21,6 +21,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Emulated devices: the figures are only comparable within one boot, and even there they drift, so the
  * readAndWait latency is measured in {@link #LATENCY_ROUNDS} rounds alternating with ib_read_lat, and each
  * round's ratio is printed with their median. Nothing here asserts on timing.
+ * <p>Both sides measure on a CPU of their own: perftest's client runs on {@link #MEASURING_CPU} and its server on
+ * {@link #OTHER_CPU}; the Java benchmark JVM starts on {@link #OTHER_CPU} and moves its measuring thread to
+ * {@link #MEASURING_CPU}, so the progress thread, the JIT and the GC stay off it. Unpinned, the emulated guest's
+ * scheduler made both sides flip between two speeds, about 2x apart, from one run to the next.
  */
 @Timeout(value = 900, unit = TimeUnit.SECONDS)
 class VerbsBenchmarkGuestTest {
@@ -36,10 +40,15 @@ class VerbsBenchmarkGuestTest {
     private static final int LATENCY_ROUNDS = 3;
     private static final Pattern LATENCY = Pattern.compile("LATENCY wait=(\\d+\\.\\d+)");
 
+    private static final String MEASURING_CPU = "1";
+    private static final String OTHER_CPU = "0";
+
     private final LabDevice device = LabDevice.current();
 
     @Test
     void javaReadLatencyAndThroughputNextToPerftest() throws Exception {
+        assertThat(Runtime.getRuntime().availableProcessors()).as("guest CPUs (the benchmark pins to CPUs 0 and 1)")
+                .isGreaterThanOrEqualTo(2);
         double[] cRounds = new double[LATENCY_ROUNDS];
         double[] javaRounds = new double[LATENCY_ROUNDS];
         cRounds[0] = cLatency();
@@ -107,8 +116,8 @@ class VerbsBenchmarkGuestTest {
         // C2 only: under QEMU TCG, a JVM with tiered compilation has crashed (SIGSEGV at the verified entry point
         // of a C1 method while it was being replaced by its C2 version, in two threads at once): the emulator does
         // not always see the JIT patch code another vCPU is entering. Without tiers no compiled method is replaced.
-        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-XX:-TieredCompilation",
-                "-cp", System.getProperty("java.class.path"),
+        List<String> command = new ArrayList<>(List.of("taskset", "-c", OTHER_CPU, java, "--enable-native-access=ALL-UNNAMED",
+                "-XX:-TieredCompilation", "-Drdma4j.bench.cpu=" + MEASURING_CPU, "-cp", System.getProperty("java.class.path"),
                 VerbsReadBenchmark.class.getName(), device.name(), device.address(), device.kind().name(),
                 Boolean.toString(busyPoll)));
         command.addAll(List.of(extra));
@@ -122,7 +131,9 @@ class VerbsBenchmarkGuestTest {
         if (device.kind() == LabDevice.Kind.SIW) {
             base.add("-R");
         }
-        try (GuestCommand server = GuestCommand.start(base.toArray(String[]::new))) {
+        List<String> serverCommand = new ArrayList<>(List.of("taskset", "-c", OTHER_CPU));
+        serverCommand.addAll(base);
+        try (GuestCommand server = GuestCommand.start(serverCommand.toArray(String[]::new))) {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
             while (GuestCommand.run(Duration.ofSeconds(30), "ss", "-Hltn", "sport = :" + port).requireSuccess().isBlank()) {
                 if (System.nanoTime() > deadline || !server.isAlive()) {
@@ -130,7 +141,8 @@ class VerbsBenchmarkGuestTest {
                 }
                 Thread.sleep(100);
             }
-            List<String> client = new ArrayList<>(base);
+            List<String> client = new ArrayList<>(List.of("taskset", "-c", MEASURING_CPU));
+            client.addAll(base);
             client.add(device.address());
             String out = GuestCommand.run(RUN, client.toArray(String[]::new)).requireSuccess();
             server.await(RUN);

@@ -11,6 +11,8 @@ import io.rdma4j.core.TransportConfig;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.Locale;
@@ -24,6 +26,8 @@ import java.util.concurrent.TimeUnit;
  * {@code ib_read_lat}'s server); the requester uses the mode under test.
  * Arguments: device name, address, kind, busy-poll (true/false), optionally {@code latency-only}. Prints one
  * line: {@code RESULT future=<us> wait=<us> bandwidth=<MiB/s>}, or {@code LATENCY wait=<us>} (readAndWait only).
+ * With {@code -Drdma4j.bench.cpu=N} the measuring thread moves to CPU N once connected (the JVM's other threads stay
+ * where the JVM was started), as the benchmark pins ib_read_lat's client.
  */
 public final class VerbsReadBenchmark {
 
@@ -50,6 +54,10 @@ public final class VerbsReadBenchmark {
             RegisteredRegion sink = client.register(arena.allocate(BW_SIZE * (long) BW_OUTSTANDING, 4096), Access.readSink());
             RegionDescriptor d = remote.descriptor();
             MemorySegment small = sink.segment().asSlice(0, 8);
+            String cpu = System.getProperty("rdma4j.bench.cpu");
+            if (cpu != null) {
+                pinThisThread(cpu);
+            }
 
             if (args.length > 4 && args[4].equals("latency-only")) {
                 System.out.printf(Locale.ROOT, "LATENCY wait=%.1f%n", medianMicros(() -> connection.readAndWait(d, 0, small)));
@@ -75,6 +83,16 @@ public final class VerbsReadBenchmark {
             }
             double bandwidth = (double) BW_ITERATIONS * BW_SIZE / (1 << 20) / ((System.nanoTime() - t0) / 1e9);
             System.out.printf(Locale.ROOT, "RESULT future=%.1f wait=%.1f bandwidth=%.1f%n", future, wait, bandwidth);
+        }
+    }
+
+    /** Moves the calling thread alone to {@code cpu}: taskset on its thread id, read from /proc/thread-self. */
+    private static void pinThisThread(String cpu) throws Exception {
+        String tid = Files.readSymbolicLink(Path.of("/proc/thread-self")).getFileName().toString();
+        Process taskset = new ProcessBuilder("taskset", "-p", "-c", cpu, tid).redirectErrorStream(true).start();
+        String out = new String(taskset.getInputStream().readAllBytes());
+        if (taskset.waitFor() != 0) {
+            throw new IllegalStateException("taskset -p -c " + cpu + " " + tid + " failed: " + out);
         }
     }
 
