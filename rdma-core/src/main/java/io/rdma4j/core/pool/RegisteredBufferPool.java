@@ -36,7 +36,7 @@ public final class RegisteredBufferPool implements AutoCloseable {
     private final LongAdder oneOffRegistrations = new LongAdder();
     private final AtomicLong outstanding = new AtomicLong();
 
-    @SuppressWarnings("unchecked")
+    @SuppressWarnings({"unchecked", "rawtypes"}) // a generic array must be created raw
     public RegisteredBufferPool(RdmaTransport transport, PoolConfig config) {
         this.transport = transport;
         this.config = config;

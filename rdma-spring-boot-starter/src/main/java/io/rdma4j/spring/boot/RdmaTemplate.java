@@ -224,6 +224,7 @@ public final class RdmaTemplate implements AutoCloseable {
      *
      * @return the number of bytes read (the region's size)
      */
+    @SuppressWarnings("try") // the registration is only held open, so the NIC may write into the sink until the read ends
     public long read(InetSocketAddress peer, String name, MemorySegment sink) {
         RegionDescriptor remote = lookup(peer, name);
         if (sink.byteSize() < remote.length()) {
