@@ -41,6 +41,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
     private final Semaphore permits;
     private final AtomicInteger outstanding = new AtomicInteger();
     private final Duration timeout;
+    private final long timeoutNanos; // read by every operation: Duration.toNanos() checks for overflow each time
     private final ArrayDeque<ByteBuffer> inbox = new ArrayDeque<>();
     private final ArrayDeque<CompletableFuture<ByteBuffer>> waiters = new ArrayDeque<>();
     private volatile RdmaException closedCause;
@@ -50,6 +51,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         this.pc = pc;
         this.permits = new Semaphore(transport.config().maxOutstandingOperations());
         this.timeout = transport.config().operationTimeout();
+        this.timeoutNanos = timeout.toNanos();
     }
 
     // ---- one-sided ----
@@ -97,7 +99,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         } catch (RuntimeException e) {
             op = CompletableFuture.failedFuture(e);
         }
-        if (!pc.await(op, t.startNanos + timeout.toNanos())) {
+        if (!pc.await(op, t.startNanos + timeoutNanos)) {
             t.onTimeout();
             // The provider fails the operation once the connection is closed; only then is the sink free.
             pc.await(op, System.nanoTime() + Long.MAX_VALUE / 2);
@@ -238,7 +240,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
     private void acquirePermit() {
         boolean acquired;
         try {
-            acquired = permits.tryAcquire(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            acquired = permits.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new RdmaException("interrupted while waiting for an operation slot", e);
@@ -273,7 +275,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         CompletableFuture<Void> follow(CompletableFuture<Void> providerFuture) {
             CompletableFuture<Void> result = new CompletableFuture<>();
             this.result = result;
-            var timer = transport.timers().schedule(this::onTimeout, timeout.toNanos(), TimeUnit.NANOSECONDS);
+            var timer = transport.timers().schedule(this::onTimeout, timeoutNanos, TimeUnit.NANOSECONDS);
             providerFuture.whenComplete((v, error) -> {
                 timer.cancel(false);
                 finish(v, error);

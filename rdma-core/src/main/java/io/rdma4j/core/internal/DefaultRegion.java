@@ -7,7 +7,7 @@ import io.rdma4j.core.spi.ProviderRegion;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A registration as the transport tracks it. Local operations pin it ({@link #pin()}/{@link #unpin()})
@@ -20,8 +20,9 @@ final class DefaultRegion implements RegisteredRegion {
     private final Set<Access> access;
     private final ProviderRegion providerRegion;
     private final RegionDescriptor descriptor;
-    private final AtomicBoolean open = new AtomicBoolean(true);
-    private int pins;
+    /** Pins of local operations in flight; the sign bit, {@link #CLOSED}, is set once close() begins. */
+    private final AtomicInteger pinState = new AtomicInteger();
+    private static final int CLOSED = Integer.MIN_VALUE;
 
     DefaultRegion(DefaultRdmaTransport transport, MemorySegment segment, Set<Access> access, ProviderRegion providerRegion) {
         this.transport = transport;
@@ -65,29 +66,41 @@ final class DefaultRegion implements RegisteredRegion {
 
     @Override
     public boolean isOpen() {
-        return open.get();
+        return pinState.get() >= 0;
     }
 
-    /** Marks a local operation using this region; false if the region is already closed. */
-    synchronized boolean pin() {
-        if (!open.get()) {
-            return false;
-        }
-        pins++;
+    /**
+     * Marks a local operation using this region; false if the region is already closed. Lock-free: every
+     * operation pins and unpins, and a monitor's notify is a call into the VM that only a closer needs.
+     */
+    boolean pin() {
+        int s;
+        do {
+            s = pinState.get();
+            if (s < 0) {
+                return false;
+            }
+        } while (!pinState.compareAndSet(s, s + 1));
         return true;
     }
 
-    synchronized void unpin() {
-        if (--pins == 0) {
-            notifyAll();
+    void unpin() {
+        if (pinState.decrementAndGet() == CLOSED) { // the last pin of a closing region: its closer may wait
+            synchronized (this) {
+                notifyAll();
+            }
         }
     }
 
     @Override
     public void close() {
-        if (!open.compareAndSet(true, false)) {
-            return;
-        }
+        int s;
+        do {
+            s = pinState.get();
+            if (s < 0) {
+                return;
+            }
+        } while (!pinState.compareAndSet(s, s | CLOSED));
         transport.forget(this);
         // Revoke first, so peers are refused at once, then wait for our own operations on it: they end
         // within the operation timeout, because a timed-out operation closes its connection.
@@ -101,7 +114,7 @@ final class DefaultRegion implements RegisteredRegion {
 
     private synchronized void awaitUnpinned() {
         boolean interrupted = false;
-        while (pins > 0) {
+        while (pinState.get() != CLOSED) {
             try {
                 wait();
             } catch (InterruptedException e) {

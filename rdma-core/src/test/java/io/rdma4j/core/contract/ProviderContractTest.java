@@ -695,6 +695,41 @@ public abstract class ProviderContractTest {
     }
 
     @Test
+    void sinkClosedWhileReadsAreInFlightIsNotWrittenAfterCloseReturns() throws Exception {
+        long size = 2L << 20;
+        RegisteredRegion remote = published(server, size, Access.remoteRead());
+        int reads = 8;
+        RegisteredRegion local = sink(client, size * reads);
+        int regionsBefore = client.registeredRegions();
+        List<CompletableFuture<Void>> futures = new ArrayList<>();
+        for (int i = 0; i < reads; i++) {
+            futures.add(connection.read(remote.descriptor(), 0, local.segment().asSlice(i * size, size)));
+        }
+        // Each read pinned the sink, so close returns only once none of them can still land in it, and the
+        // caller may reuse the memory at once.
+        local.close();
+        byte reused = 0x5A;
+        local.segment().fill(reused);
+        for (CompletableFuture<Void> f : futures) {
+            try {
+                await(f);
+            } catch (ExecutionException e) {
+                // a provider may refuse reads into a revoked sink; what matters is that nothing lands later
+            }
+        }
+        long written = local.segment().mismatch(arena.allocate(local.segment().byteSize()).fill(reused));
+        assertThat(written).as("first byte written into the sink after close returned").isEqualTo(-1);
+        assertThat(local.isOpen()).isFalse();
+        assertThat(client.registeredRegions()).isEqualTo(regionsBefore - 1);
+        if (!connection.isOpen()) { // an RDMA NIC's refusal of the revoked sink ends the queue pair
+            connection = connect(client);
+        }
+        assertThat(failureOf(connection.read(remote.descriptor(), 0, local.segment().asSlice(0, 64))))
+                .as("a read into the closed sink").isInstanceOf(IllegalArgumentException.class);
+        local.close(); // a second close is a no-op
+    }
+
+    @Test
     void closingTheTransportReleasesEverything() throws Exception {
         published(server, 4096, Access.remoteRead());
         sink(client, 4096);

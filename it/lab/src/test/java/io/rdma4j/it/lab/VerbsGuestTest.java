@@ -93,9 +93,9 @@ class VerbsGuestTest {
             RegisteredRegion sink = p.client.register(arena.allocate(size, 4096), Access.readSink());
             CompletableFuture<Void> read = p.connection.read(remote.descriptor(), 0, sink.segment());
             // The transport revokes (ibv_dereg_mr) first, then waits for the operations pinning the region:
-            // close returns only once the NIC can no longer write into the sink.
+            // close returns only once the NIC can no longer write into the sink (the contract suite checks that no
+            // byte lands after close returns; the user's future may complete a moment later, off the I/O thread).
             sink.close();
-            assertThat(read).isDone();
             try {
                 read.get(WAIT, TimeUnit.SECONDS);
                 for (long i = 0; i < size; i += 4093) {

@@ -37,7 +37,8 @@ public final class VerbsReadBenchmark {
     // reads kept in flight, like ib_read_bw's send queue (its default tx-depth is 128; the NIC caps outstanding READs)
     static final int BW_OUTSTANDING = 64;
     // until the JIT has compiled the path (slow on an emulated CPU): measured from the first read
-    private static final long WARM_UP_NANOS = TimeUnit.SECONDS.toNanos(20);
+    // (-Drdma4j.bench.warm-up-seconds=N lengthens it, to profile the steady state from outside)
+    private static final long WARM_UP_NANOS = TimeUnit.SECONDS.toNanos(Long.getLong("rdma4j.bench.warm-up-seconds", 20));
 
     private VerbsReadBenchmark() {
     }
