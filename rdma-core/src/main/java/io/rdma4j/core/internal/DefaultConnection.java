@@ -207,10 +207,60 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
                 posted.add(CompletableFuture.failedFuture(e));
             }
         }
-        for (int i = 0; i < trackers.size(); i++) {
-            results.add(trackers.get(i).follow(posted.get(i)));
-        }
+        results.add(followGroup(type, trackers, posted));
         return results;
+    }
+
+    /**
+     * The user's future for a posted group: one timeout timer and one hand-off to the completion executor for
+     * the whole group, not a timer and an executor task per operation.
+     * Each operation still gives back its slot and pin as soon as it completes. Fails with the failure of the
+     * first operation, in the group's order, that failed.
+     */
+    private CompletableFuture<Void> followGroup(OperationType type, List<Tracker> trackers, List<CompletableFuture<Void>> posted) {
+        CompletableFuture<Void> result = new CompletableFuture<>();
+        int n = trackers.size();
+        Throwable[] failures = new Throwable[n];
+        AtomicInteger remaining = new AtomicInteger(n);
+        long bytes = 0;
+        for (Tracker t : trackers) {
+            bytes += t.bytes;
+        }
+        String what = n + " " + type.tagValue() + "s of " + bytes + " bytes";
+        var timer = transport.timers().schedule(() -> {
+            RdmaTimeoutException timedOut = new RdmaTimeoutException(what + " did not all complete within " + timeout
+                    + "; closing " + this + " (peer unresponsive)");
+            for (Tracker t : trackers) {
+                t.timedOut = timedOut;
+            }
+            closeWith(timedOut);
+        }, timeoutNanos, TimeUnit.NANOSECONDS);
+        for (int i = 0; i < n; i++) {
+            int index = i;
+            posted.get(i).whenComplete((v, error) -> {
+                failures[index] = trackers.get(index).settle(error);
+                if (remaining.decrementAndGet() > 0) {
+                    return;
+                }
+                timer.cancel(false);
+                Throwable failure = null;
+                for (Throwable f : failures) {
+                    if (f != null) {
+                        failure = f;
+                        break;
+                    }
+                }
+                Throwable first = failure;
+                transport.completions().execute(() -> {
+                    if (first == null) {
+                        result.complete(null);
+                    } else {
+                        result.completeExceptionally(first);
+                    }
+                });
+            });
+        }
+        return result;
     }
 
     private CompletableFuture<Void> start(OperationType type, long bytes, DefaultRegion region,

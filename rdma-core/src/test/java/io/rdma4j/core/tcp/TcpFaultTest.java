@@ -7,6 +7,7 @@ import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaListener;
 import io.rdma4j.core.RdmaTimeoutException;
+import io.rdma4j.core.ReadRequest;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegionDescriptor;
 import io.rdma4j.core.RegisteredRegion;
@@ -26,6 +27,8 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -316,6 +319,29 @@ class TcpFaultTest {
             RegionDescriptor remote = new RegionDescriptor("tcp", 0x1000, 64, 42, Access.remoteRead());
             assertThat(failure(c.read(remote, 0, sink.segment()))).isInstanceOf(RdmaTimeoutException.class);
             assertThat(c.isOpen()).isFalse();
+            assertThat(accepted.get(10, TimeUnit.SECONDS).closedByPeer()).isTrue();
+            accepted.get().close();
+        }
+    }
+
+    @Test
+    void readAllFromAPeerThatNeverAnswersTimesOutOnceAndGivesEverySlotBack() throws Exception {
+        try (ServerSocket silent = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+             RdmaTransport client = RdmaTransport.open(tcp(b -> b.operationTimeout(Duration.ofMillis(500))))) {
+            CompletableFuture<RawPeer> accepted = acceptHandshaken(silent);
+            RdmaConnection c = client.connect(address(silent)).get(10, TimeUnit.SECONDS);
+            RegisteredRegion sink = client.register(arena.allocate(64 * 8), Access.readSink());
+            RegionDescriptor remote = new RegionDescriptor("tcp", 0x1000, 64, 42, Access.remoteRead());
+            List<ReadRequest> reads = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                reads.add(new ReadRequest(remote, 0, sink.segment().asSlice(i * 64L, 64)));
+            }
+            // one group: one timer for all eight reads
+            assertThat(failure(c.readAll(reads))).isInstanceOf(RdmaTimeoutException.class)
+                    .hasMessageContaining("8 reads of 512 bytes");
+            assertThat(c.isOpen()).isFalse();
+            assertThat(c.outstandingOperations()).isZero();
+            assertThat(client.metrics().inFlight()).isZero();
             assertThat(accepted.get(10, TimeUnit.SECONDS).closedByPeer()).isTrue();
             accepted.get().close();
         }
