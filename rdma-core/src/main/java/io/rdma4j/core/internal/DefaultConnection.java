@@ -222,14 +222,13 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         int n = trackers.size();
         Throwable[] failures = new Throwable[n];
         AtomicInteger remaining = new AtomicInteger(n);
-        long bytes = 0;
-        for (Tracker t : trackers) {
-            bytes += t.bytes;
-        }
-        String what = n + " " + type.tagValue() + "s of " + bytes + " bytes";
         var timer = transport.timers().schedule(() -> {
-            RdmaTimeoutException timedOut = new RdmaTimeoutException(what + " did not all complete within " + timeout
-                    + "; closing " + this + " (peer unresponsive)");
+            long bytes = 0; // summed only for the message: most groups never time out
+            for (Tracker t : trackers) {
+                bytes += t.bytes;
+            }
+            RdmaTimeoutException timedOut = new RdmaTimeoutException(n + " " + type.tagValue() + "s of " + bytes
+                    + " bytes did not all complete within " + timeout + "; closing " + this + " (peer unresponsive)");
             for (Tracker t : trackers) {
                 t.timedOut = timedOut;
             }
