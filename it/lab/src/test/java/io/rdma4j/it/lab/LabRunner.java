@@ -84,8 +84,8 @@ public final class LabRunner {
                 System.getProperty("rdma4j.lab.include", DEFAULT_INCLUDE),
                 devices(System.getProperty("rdma4j.lab.devices", "")),
                 System.getProperty("rdma4j.lab.vmMemory", ""),
-                // the verbs guest classes alone take ~11 min per boot on a quiet 2-core host
-                Duration.ofSeconds(Long.getLong("rdma4j.lab.timeoutSeconds", 1800)),
+                // the verbs guest classes take ~30 min per boot on a quiet 2-core host, 18 of them the benchmark
+                Duration.ofSeconds(Long.getLong("rdma4j.lab.timeoutSeconds", 3600)),
                 guestEnv(System.getProperty("rdma4j.lab.guestEnv", "")),
                 words(System.getProperty("rdma4j.lab.guestJvmOptions", "")));
     }

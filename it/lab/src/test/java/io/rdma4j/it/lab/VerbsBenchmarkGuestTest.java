@@ -19,27 +19,31 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Issue 3's benchmark: RDMA READ latency (8 B, median) and throughput (64 KiB) of the Java verbs provider
  * next to perftest's ib_read_lat / ib_read_bw on the same device in the same boot, printed as ratios.
  * Emulated devices: the figures are only comparable within one boot, and even there they drift, so the
- * readAndWait latency is measured in {@link #LATENCY_ROUNDS} rounds alternating with ib_read_lat, and each
- * round's ratio is printed with their median. Nothing here asserts on timing.
+ * readAndWait latency and the one-read-per-READ throughput are measured in {@link #ROUNDS} rounds alternating with
+ * ib_read_lat and ib_read_bw, and each round's ratio is printed with their median. The Java side warms up until its
+ * JIT is idle ({@link VerbsReadBenchmark}) and says how long that took. Nothing here asserts on timing.
  * <p>Both sides measure on a CPU of their own: perftest's client runs on {@link #MEASURING_CPU} and its server on
  * {@link #OTHER_CPU}; the Java benchmark JVM starts on {@link #OTHER_CPU} and moves its measuring thread to
  * {@link #MEASURING_CPU}, so the progress thread, the JIT and the GC stay off it. Unpinned, the emulated guest's
  * scheduler made both sides flip between two speeds, about 2x apart, from one run to the next.
  */
-@Timeout(value = 900, unit = TimeUnit.SECONDS)
+@Timeout(value = 1800, unit = TimeUnit.SECONDS)
 class VerbsBenchmarkGuestTest {
 
     private static final int BW_SIZE = VerbsReadBenchmark.BW_SIZE;
+    // the Java side's warm-up seconds per measurement, and whether the JIT was idle when each one began
+    private static final String WARM_UP = "(warm-up-s=[\\d,]+ jit-idle=(?:true|false))";
     private static final Pattern RESULT = Pattern.compile(
-            "RESULT future=(\\d+\\.\\d+) wait=(\\d+\\.\\d+) bandwidth=(\\d+\\.\\d+) batched=(\\d+\\.\\d+)");
-    private static final Duration RUN = Duration.ofSeconds(240);
+            "RESULT future=(\\d+\\.\\d+) wait=(\\d+\\.\\d+) bandwidth=(\\d+\\.\\d+) batched=(\\d+\\.\\d+) " + WARM_UP);
+    // four measurements, each warming up for up to 100 s
+    private static final Duration RUN = Duration.ofSeconds(600);
     private static final Pattern LAT_ROW = Pattern.compile(
             "(?m)^\\s*8\\s+\\d+\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s");
     private static final Pattern BW_ROW = Pattern.compile(
             "(?m)^\\s*65536\\s+\\d+\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s");
 
-    private static final int LATENCY_ROUNDS = 3;
-    private static final Pattern LATENCY = Pattern.compile("LATENCY wait=(\\d+\\.\\d+)");
+    private static final int ROUNDS = 3;
+    private static final Pattern ROUND = Pattern.compile("ROUND wait=(\\d+\\.\\d+) bandwidth=(\\d+\\.\\d+) " + WARM_UP);
 
     private static final String MEASURING_CPU = "1";
     private static final String OTHER_CPU = "0";
@@ -50,57 +54,100 @@ class VerbsBenchmarkGuestTest {
     void javaReadLatencyAndThroughputNextToPerftest() throws Exception {
         assertThat(Runtime.getRuntime().availableProcessors()).as("guest CPUs (the benchmark pins to CPUs 0 and 1)")
                 .isGreaterThanOrEqualTo(2);
-        double[] cRounds = new double[LATENCY_ROUNDS];
-        double[] javaRounds = new double[LATENCY_ROUNDS];
-        cRounds[0] = cLatency();
-        double cLatency = cRounds[0];
-        double cBandwidth = Double.parseDouble(perftest("ib_read_bw", BW_ROW, 18_701, "-s", Integer.toString(BW_SIZE),
-                "-n", Integer.toString(VerbsReadBenchmark.BW_ITERATIONS)).group(2)); // BW average, MiB/s
-        assertThat(cLatency).isPositive();
-        assertThat(cBandwidth).isPositive();
-
-        for (boolean busyPoll : new boolean[] {false, true}) {
-            Matcher java = javaBenchmark(busyPoll);
-            double future = Double.parseDouble(java.group(1));
-            double wait = Double.parseDouble(java.group(2));
-            double bandwidth = Double.parseDouble(java.group(3));
-            double batched = Double.parseDouble(java.group(4));
-            assertThat(future).isPositive();
-            assertThat(wait).isPositive();
-            assertThat(bandwidth).isPositive();
-            assertThat(batched).isPositive();
-            String mode = busyPoll ? "busy-poll" : "sleeping";
-            if (!busyPoll) {
-                javaRounds[0] = wait;
-                for (int round = 1; round < LATENCY_ROUNDS; round++) {
-                    cRounds[round] = cLatency();
-                    Matcher latency = LATENCY.matcher(runJava(false, "latency-only"));
-                    assertThat(latency.find()).isTrue();
-                    javaRounds[round] = Double.parseDouble(latency.group(1));
-                }
-                double[] ratios = new double[LATENCY_ROUNDS];
-                StringBuilder rounds = new StringBuilder();
-                for (int round = 0; round < LATENCY_ROUNDS; round++) {
-                    ratios[round] = javaRounds[round] / cRounds[round];
-                    rounds.append(String.format(Locale.ROOT, "%s%.1f vs %.1f us (%.2f)", round == 0 ? "" : ", ",
-                            javaRounds[round], cRounds[round], ratios[round]));
-                }
-                Arrays.sort(ratios);
-                System.out.printf("BENCHMARK %s (%s) READ 8 B median latency, readAndWait vs ib_read_lat in %d alternating rounds: %s; median Java/C = %.2f%n",
-                        device.name(), mode, LATENCY_ROUNDS, rounds, ratios[LATENCY_ROUNDS / 2]);
-                Arrays.sort(cRounds);
-                cLatency = cRounds[LATENCY_ROUNDS / 2]; // what the lines below compare with
+        double[] cLatency = new double[ROUNDS];
+        double[] cBandwidth = new double[ROUNDS];
+        double[] javaLatency = new double[ROUNDS];
+        double[] javaBandwidth = new double[ROUNDS];
+        List<String> warmUps = new ArrayList<>();
+        Matcher sleeping = null;
+        for (int round = 0; round < ROUNDS; round++) {
+            cLatency[round] = cLatency();
+            cBandwidth[round] = cBandwidth();
+            if (round == 0) { // the first round's JVM also measures what is printed once, below
+                sleeping = javaBenchmark(false);
+                javaLatency[round] = Double.parseDouble(sleeping.group(2));
+                javaBandwidth[round] = Double.parseDouble(sleeping.group(3));
+                warmUps.add(sleeping.group(5));
+            } else {
+                String out = runJava(false, "round");
+                Matcher m = ROUND.matcher(out);
+                assertThat(m.find()).as("round line in:\n%s", out).isTrue();
+                javaLatency[round] = Double.parseDouble(m.group(1));
+                javaBandwidth[round] = Double.parseDouble(m.group(2));
+                warmUps.add(m.group(3));
             }
-            System.out.printf("BENCHMARK %s (%s) READ 8 B median latency, readAndWait: Java %.1f us, ib_read_lat %.1f us, Java/C = %.2f%n",
-                    device.name(), mode, wait, cLatency, wait / cLatency);
-            System.out.printf("BENCHMARK %s (%s) READ 8 B median latency, read().get(): Java %.1f us, ib_read_lat %.1f us, Java/C = %.2f%n",
-                    device.name(), mode, future, cLatency, future / cLatency);
-            System.out.printf("BENCHMARK %s (%s) READ 64 KiB throughput (%d in flight): Java %.1f MiB/s, ib_read_bw %.1f MiB/s, Java/C = %.2f%n",
-                    device.name(), mode, VerbsReadBenchmark.BW_OUTSTANDING, bandwidth, cBandwidth, bandwidth / cBandwidth);
-            System.out.printf("BENCHMARK %s (%s) READ 64 KiB throughput (%d in flight, readAll of %d, one signalled completion each; ib_read_bw signals every READ): Java %.1f MiB/s, ib_read_bw %.1f MiB/s, Java/C = %.2f%n",
-                    device.name(), mode, VerbsReadBenchmark.BW_OUTSTANDING, VerbsReadBenchmark.BW_BATCH, batched, cBandwidth,
-                    batched / cBandwidth);
+            assertThat(cLatency[round]).isPositive();
+            assertThat(cBandwidth[round]).isPositive();
+            assertThat(javaLatency[round]).isPositive();
+            assertThat(javaBandwidth[round]).isPositive();
         }
+        printWarmUps("sleeping", warmUps);
+        System.out.printf("BENCHMARK %s (sleeping) READ 8 B median latency, readAndWait vs ib_read_lat in %d alternating rounds: %s%n",
+                device.name(), ROUNDS, rounds(javaLatency, cLatency, "us"));
+        System.out.printf("BENCHMARK %s (sleeping) READ 64 KiB throughput (%d in flight, one read per READ), Java vs ib_read_bw in %d alternating rounds: %s%n",
+                device.name(), VerbsReadBenchmark.BW_OUTSTANDING, ROUNDS, rounds(javaBandwidth, cBandwidth, "MiB/s"));
+        // the figures measured once are held against C's medians
+        double cLatencyMedian = median(cLatency);
+        double cBandwidthMedian = median(cBandwidth);
+        printOnce("sleeping", sleeping, cLatencyMedian, cBandwidthMedian, false);
+        Matcher busyPoll = javaBenchmark(true);
+        printWarmUps("busy-poll", List.of(busyPoll.group(5)));
+        printOnce("busy-poll", busyPoll, cLatencyMedian, cBandwidthMedian, true);
+    }
+
+    /** The figures of one full Java run; with {@code all}, also those the alternating rounds already printed. */
+    private void printOnce(String mode, Matcher java, double cLatency, double cBandwidth, boolean all) {
+        double future = Double.parseDouble(java.group(1));
+        double wait = Double.parseDouble(java.group(2));
+        double bandwidth = Double.parseDouble(java.group(3));
+        double batched = Double.parseDouble(java.group(4));
+        assertThat(future).isPositive();
+        assertThat(wait).isPositive();
+        assertThat(bandwidth).isPositive();
+        assertThat(batched).isPositive();
+        if (all) {
+            System.out.printf("BENCHMARK %s (%s) READ 8 B median latency, readAndWait: Java %.1f us, ib_read_lat median %.1f us, Java/C = %.2f%n",
+                    device.name(), mode, wait, cLatency, wait / cLatency);
+        }
+        System.out.printf("BENCHMARK %s (%s) READ 8 B median latency, read().get(): Java %.1f us, ib_read_lat median %.1f us, Java/C = %.2f%n",
+                device.name(), mode, future, cLatency, future / cLatency);
+        if (all) {
+            System.out.printf("BENCHMARK %s (%s) READ 64 KiB throughput (%d in flight): Java %.1f MiB/s, ib_read_bw median %.1f MiB/s, Java/C = %.2f%n",
+                    device.name(), mode, VerbsReadBenchmark.BW_OUTSTANDING, bandwidth, cBandwidth, bandwidth / cBandwidth);
+        }
+        System.out.printf("BENCHMARK %s (%s) READ 64 KiB throughput (%d in flight, readAll of %d, one signalled completion each; ib_read_bw signals every READ): Java %.1f MiB/s, ib_read_bw median %.1f MiB/s, Java/C = %.2f%n",
+                device.name(), mode, VerbsReadBenchmark.BW_OUTSTANDING, VerbsReadBenchmark.BW_BATCH, batched, cBandwidth,
+                batched / cBandwidth);
+    }
+
+    // a figure taken while C2 was still compiling includes interpreted code: say so next to the figures
+    private void printWarmUps(String mode, List<String> warmUps) {
+        System.out.printf("BENCHMARK %s (%s) Java JIT warm-up per JVM (seconds per measurement; jit-idle=false: C2 still compiling at the limit): %s%n",
+                device.name(), mode, String.join("; ", warmUps));
+    }
+
+    /** "j vs c unit (ratio), ...; median Java/C = m" (the median of the rounds' ratios). */
+    private static String rounds(double[] java, double[] c, String unit) {
+        double[] ratios = new double[java.length];
+        StringBuilder text = new StringBuilder();
+        for (int round = 0; round < java.length; round++) {
+            ratios[round] = java[round] / c[round];
+            text.append(String.format(Locale.ROOT, "%s%.1f vs %.1f %s (%.2f)", round == 0 ? "" : ", ", java[round], c[round],
+                    unit, ratios[round]));
+        }
+        return text + String.format(Locale.ROOT, "; median Java/C = %.2f", median(ratios));
+    }
+
+    private static double median(double[] values) {
+        double[] sorted = values.clone();
+        Arrays.sort(sorted);
+        return sorted[sorted.length / 2];
+    }
+
+    /** ib_read_bw's average for 64 KiB READs, in MiB/s. */
+    private double cBandwidth() throws Exception {
+        return Double.parseDouble(perftest("ib_read_bw", BW_ROW, 18_701, "-s", Integer.toString(BW_SIZE), "-n",
+                Integer.toString(VerbsReadBenchmark.BW_ITERATIONS)).group(2));
     }
 
     /** ib_read_lat's median (t_typical) for 8-byte READs, in microseconds. */

@@ -9,10 +9,13 @@ import io.rdma4j.core.RegionDescriptor;
 import io.rdma4j.core.RegisteredRegion;
 import io.rdma4j.core.TransportConfig;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -27,25 +30,31 @@ import java.util.concurrent.TimeUnit;
  * guest suite's JVM stops at C1 to save emulated CPU) and alone. The responder transport keeps the
  * default sleeping progress mode (an RDMA READ never involves the responder's CPU, as with
  * {@code ib_read_lat}'s server); the requester uses the mode under test.
- * Arguments: device name, address, kind, busy-poll (true/false), optionally {@code latency-only}. Prints one
- * line: {@code RESULT future=<us> wait=<us> bandwidth=<MiB/s> batched=<MiB/s>} (bandwidth: one {@code read} per
- * READ; batched: {@code readAll} of {@link #BW_BATCH}), or {@code LATENCY wait=<us>} (readAndWait only).
+ * Arguments: device name, address, kind, busy-poll (true/false), optionally {@code round}. Prints one
+ * line: {@code RESULT future=<us> wait=<us> bandwidth=<MiB/s> batched=<MiB/s> <warm-up>} (bandwidth: one {@code read}
+ * per READ; batched: {@code readAll} of {@link #BW_BATCH}), or with {@code round} only the figures compared in
+ * alternating rounds, {@code ROUND wait=<us> bandwidth=<MiB/s> <warm-up>}; {@code <warm-up>} is {@link WarmUp#summary}.
  * With {@code -Drdma4j.bench.cpu=N} the measuring thread moves to CPU N once connected (the JVM's other threads stay
  * where the JVM was started), as the benchmark pins ib_read_lat's client.
  */
 public final class VerbsReadBenchmark {
 
     static final int LAT_ITERATIONS = 1000;
-    static final int BW_ITERATIONS = 600;
+    // about 5 s of transfer per measurement on the lab's devices (600 gave about 1 s, and rounds that drifted)
+    static final int BW_ITERATIONS = 2400;
     static final int BW_SIZE = 64 * 1024;
     // reads kept in flight, like ib_read_bw's send queue (its default tx-depth is 128; the NIC caps outstanding READs)
     static final int BW_OUTSTANDING = 64;
     // reads per readAll: one post list with one signalled completion (the API meant for throughput; ib_read_bw signals
     // every READ at 64 KiB: perftest turns its CQ moderation off for messages over 8 KiB)
     static final int BW_BATCH = 16;
-    // until the JIT has compiled the path (slow on an emulated CPU): measured from the first read
-    // (-Drdma4j.bench.warm-up-seconds=N lengthens it, to profile the steady state from outside)
+    // Each measurement warms up for at least this long (-Drdma4j.bench.warm-up-seconds=N lengthens it, to profile
+    // the steady state from outside), and then until the JIT has been idle for JIT_QUIET_NANOS: under TCG, C2 was
+    // still compiling the read path 35 s into a run, with the measuring and progress threads interpreted.
     private static final long WARM_UP_NANOS = TimeUnit.SECONDS.toNanos(Long.getLong("rdma4j.bench.warm-up-seconds", 20));
+    private static final long JIT_QUIET_NANOS = TimeUnit.SECONDS.toNanos(3);
+    // a warm-up that never sees the JIT idle this long is reported as such, not waited for
+    private static final long WARM_UP_LIMIT_NANOS = TimeUnit.SECONDS.toNanos(100);
 
     private VerbsReadBenchmark() {
     }
@@ -67,47 +76,53 @@ public final class VerbsReadBenchmark {
                 pinThisThread(cpu);
             }
 
-            if (args.length > 4 && args[4].equals("latency-only")) {
-                System.out.printf(Locale.ROOT, "LATENCY wait=%.1f%n", medianMicros(() -> connection.readAndWait(d, 0, small)));
+            List<WarmUp> warmUps = new ArrayList<>();
+            if (args.length > 4 && args[4].equals("round")) {
+                double wait = medianMicros(() -> connection.readAndWait(d, 0, small), warmUps);
+                warmUps.add(WarmUp.until(() -> pipelined(connection, d, sink, BW_OUTSTANDING * 2)));
+                double bandwidth = pipelined(connection, d, sink, BW_ITERATIONS);
+                System.out.printf(Locale.ROOT, "ROUND wait=%.1f bandwidth=%.1f %s%n", wait, bandwidth, WarmUp.summary(warmUps));
                 return;
             }
-            double future = medianMicros(() -> connection.read(d, 0, small).get(60, TimeUnit.SECONDS));
-            double wait = medianMicros(() -> connection.readAndWait(d, 0, small));
-
-            for (int i = 0; i < BW_OUTSTANDING; i++) { // warm-up of the pipelined path
-                connection.read(d, 0, sink.segment().asSlice(0, BW_SIZE)).get(60, TimeUnit.SECONDS);
-            }
-            long t0 = System.nanoTime();
-            ArrayDeque<CompletableFuture<Void>> inFlight = new ArrayDeque<>();
-            for (int i = 0; i < BW_ITERATIONS; i++) {
-                if (inFlight.size() == BW_OUTSTANDING) {
-                    inFlight.removeFirst().get(60, TimeUnit.SECONDS);
-                }
-                long off = (long) (i % BW_OUTSTANDING) * BW_SIZE;
-                inFlight.add(connection.read(d, off, sink.segment().asSlice(off, BW_SIZE)));
-            }
-            for (CompletableFuture<Void> f : inFlight) {
-                f.get(60, TimeUnit.SECONDS);
-            }
-            double bandwidth = (double) BW_ITERATIONS * BW_SIZE / (1 << 20) / ((System.nanoTime() - t0) / 1e9);
-            double batched = batchedBandwidth(connection, d, sink);
-            System.out.printf(Locale.ROOT, "RESULT future=%.1f wait=%.1f bandwidth=%.1f batched=%.1f%n", future, wait, bandwidth,
-                    batched);
+            double future = medianMicros(() -> connection.read(d, 0, small).get(60, TimeUnit.SECONDS), warmUps);
+            double wait = medianMicros(() -> connection.readAndWait(d, 0, small), warmUps);
+            warmUps.add(WarmUp.until(() -> pipelined(connection, d, sink, BW_OUTSTANDING * 2)));
+            double bandwidth = pipelined(connection, d, sink, BW_ITERATIONS);
+            warmUps.add(WarmUp.until(() -> batched(connection, d, sink, BW_OUTSTANDING * 2)));
+            double batched = batched(connection, d, sink, BW_ITERATIONS);
+            System.out.printf(Locale.ROOT, "RESULT future=%.1f wait=%.1f bandwidth=%.1f batched=%.1f %s%n", future, wait,
+                    bandwidth, batched, WarmUp.summary(warmUps));
         }
     }
 
-    /**
-     * MiB/s of {@link #BW_ITERATIONS} 64 KiB READs posted by {@code readAll} in batches of {@link #BW_BATCH}, with
-     * {@link #BW_OUTSTANDING} reads in flight: a batch is one post list whose last request alone is signalled.
-     */
-    private static double batchedBandwidth(RdmaConnection connection, RegionDescriptor d, RegisteredRegion sink) throws Exception {
-        int batchesInFlight = BW_OUTSTANDING / BW_BATCH;
-        for (int warm = 0; warm < batchesInFlight; warm++) {
-            connection.readAll(batch(d, sink, 0)).get(60, TimeUnit.SECONDS);
-        }
+    /** MiB/s of {@code reads} 64 KiB READs, one {@code read} each, with {@link #BW_OUTSTANDING} in flight. */
+    private static double pipelined(RdmaConnection connection, RegionDescriptor d, RegisteredRegion sink, int reads)
+            throws Exception {
         long t0 = System.nanoTime();
         ArrayDeque<CompletableFuture<Void>> inFlight = new ArrayDeque<>();
-        for (int b = 0; b < BW_ITERATIONS / BW_BATCH; b++) {
+        for (int i = 0; i < reads; i++) {
+            if (inFlight.size() == BW_OUTSTANDING) {
+                inFlight.removeFirst().get(60, TimeUnit.SECONDS);
+            }
+            long off = (long) (i % BW_OUTSTANDING) * BW_SIZE;
+            inFlight.add(connection.read(d, off, sink.segment().asSlice(off, BW_SIZE)));
+        }
+        for (CompletableFuture<Void> f : inFlight) {
+            f.get(60, TimeUnit.SECONDS);
+        }
+        return (double) reads * BW_SIZE / (1 << 20) / ((System.nanoTime() - t0) / 1e9);
+    }
+
+    /**
+     * MiB/s of {@code reads} 64 KiB READs posted by {@code readAll} in batches of {@link #BW_BATCH}, with
+     * {@link #BW_OUTSTANDING} reads in flight: a batch is one post list whose last request alone is signalled.
+     */
+    private static double batched(RdmaConnection connection, RegionDescriptor d, RegisteredRegion sink, int reads)
+            throws Exception {
+        int batchesInFlight = BW_OUTSTANDING / BW_BATCH;
+        long t0 = System.nanoTime();
+        ArrayDeque<CompletableFuture<Void>> inFlight = new ArrayDeque<>();
+        for (int b = 0; b < reads / BW_BATCH; b++) {
             if (inFlight.size() == batchesInFlight) {
                 inFlight.removeFirst().get(60, TimeUnit.SECONDS);
             }
@@ -116,7 +131,7 @@ public final class VerbsReadBenchmark {
         for (CompletableFuture<Void> f : inFlight) {
             f.get(60, TimeUnit.SECONDS);
         }
-        long bytes = (long) (BW_ITERATIONS / BW_BATCH) * BW_BATCH * BW_SIZE;
+        long bytes = (long) (reads / BW_BATCH) * BW_BATCH * BW_SIZE;
         return (double) bytes / (1 << 20) / ((System.nanoTime() - t0) / 1e9);
     }
 
@@ -144,12 +159,9 @@ public final class VerbsReadBenchmark {
         void run() throws Exception;
     }
 
-    /** Warms up for {@link #WARM_UP_NANOS}, then the median of {@link #LAT_ITERATIONS} reads, in microseconds. */
-    private static double medianMicros(Read read) throws Exception {
-        long warmUntil = System.nanoTime() + WARM_UP_NANOS;
-        while (System.nanoTime() - warmUntil < 0) {
-            read.run();
-        }
+    /** Warms up (see {@link WarmUp#until}), then the median of {@link #LAT_ITERATIONS} reads, in microseconds. */
+    private static double medianMicros(Read read, List<WarmUp> warmUps) throws Exception {
+        warmUps.add(WarmUp.until(read));
         // one clock read per read, between consecutive reads, as ib_read_lat takes its time stamps
         long[] stamps = new long[LAT_ITERATIONS + 1];
         for (int i = 0; i < LAT_ITERATIONS; i++) {
@@ -163,5 +175,81 @@ public final class VerbsReadBenchmark {
         }
         Arrays.sort(nanos);
         return nanos[LAT_ITERATIONS / 2] / 1000.0;
+    }
+
+    /** How long one measurement warmed up, and whether the JIT had gone idle by then. */
+    private record WarmUp(double seconds, boolean jitIdle) {
+
+        // reading /proc costs system calls: look a few times a second
+        private static final long CHECK_EVERY_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+
+        /**
+         * Runs {@code step} for at least {@link #WARM_UP_NANOS} and then until the JIT's compiler threads have used
+         * no CPU for {@link #JIT_QUIET_NANOS}, or until {@link #WARM_UP_LIMIT_NANOS}.
+         */
+        static WarmUp until(Read step) throws Exception {
+            long start = System.nanoTime();
+            long compilerTicks = JitActivity.compilerCpuTicks();
+            long lastCompiled = start;
+            long nextCheck = start + CHECK_EVERY_NANOS;
+            while (true) {
+                step.run();
+                long now = System.nanoTime();
+                if (now - nextCheck < 0) {
+                    continue;
+                }
+                nextCheck = now + CHECK_EVERY_NANOS;
+                long ticks = JitActivity.compilerCpuTicks();
+                if (ticks != compilerTicks) {
+                    compilerTicks = ticks;
+                    lastCompiled = now;
+                }
+                boolean idle = now - lastCompiled >= JIT_QUIET_NANOS;
+                if ((idle && now - start >= WARM_UP_NANOS) || now - start >= WARM_UP_LIMIT_NANOS) {
+                    return new WarmUp((now - start) / 1e9, idle);
+                }
+            }
+        }
+
+        /** {@code warm-up-s=<s>,<s>,... jit-idle=<true when every warm-up ended with the JIT idle>}. */
+        static String summary(List<WarmUp> warmUps) {
+            StringBuilder seconds = new StringBuilder();
+            boolean idle = true;
+            for (WarmUp w : warmUps) {
+                seconds.append(seconds.isEmpty() ? "" : ",").append(String.format(Locale.ROOT, "%.0f", w.seconds));
+                idle &= w.jitIdle;
+            }
+            return "warm-up-s=" + seconds + " jit-idle=" + idle;
+        }
+    }
+
+    /** CPU time of this JVM's JIT compiler threads, from /proc (Linux): the compile queue has no standard API. */
+    private static final class JitActivity {
+
+        private static final Path TASKS = Path.of("/proc/self/task");
+
+        private JitActivity() {
+        }
+
+        /** Summed user and system clock ticks of the threads named "C1/C2 CompilerThread..." now alive. */
+        static long compilerCpuTicks() throws IOException {
+            long ticks = 0;
+            try (DirectoryStream<Path> tasks = Files.newDirectoryStream(TASKS)) {
+                for (Path task : tasks) {
+                    try {
+                        String name = Files.readString(task.resolve("comm"));
+                        if (name.startsWith("C1 Compiler") || name.startsWith("C2 Compiler")) {
+                            String stat = Files.readString(task.resolve("stat"));
+                            // fields after "(comm)": state is field 3, utime 14 and stime 15
+                            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                            ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+                        }
+                    } catch (NoSuchFileException exited) {
+                        // a compiler thread that ended between the listing and the read adds nothing
+                    }
+                }
+            }
+            return ticks;
+        }
     }
 }
