@@ -79,20 +79,27 @@ public final class VerbsReadBenchmark {
             List<WarmUp> warmUps = new ArrayList<>();
             if (args.length > 4 && args[4].equals("round")) {
                 double wait = medianMicros(() -> connection.readAndWait(d, 0, small), warmUps);
-                warmUps.add(WarmUp.until(() -> pipelined(connection, d, sink, BW_OUTSTANDING * 2)));
-                double bandwidth = pipelined(connection, d, sink, BW_ITERATIONS);
+                double bandwidth = warmedThroughput(reads -> pipelined(connection, d, sink, reads), warmUps);
                 System.out.printf(Locale.ROOT, "ROUND wait=%.1f bandwidth=%.1f %s%n", wait, bandwidth, WarmUp.summary(warmUps));
                 return;
             }
             double future = medianMicros(() -> connection.read(d, 0, small).get(60, TimeUnit.SECONDS), warmUps);
             double wait = medianMicros(() -> connection.readAndWait(d, 0, small), warmUps);
-            warmUps.add(WarmUp.until(() -> pipelined(connection, d, sink, BW_OUTSTANDING * 2)));
-            double bandwidth = pipelined(connection, d, sink, BW_ITERATIONS);
-            warmUps.add(WarmUp.until(() -> batched(connection, d, sink, BW_OUTSTANDING * 2)));
-            double batched = batched(connection, d, sink, BW_ITERATIONS);
+            double bandwidth = warmedThroughput(reads -> pipelined(connection, d, sink, reads), warmUps);
+            double batched = warmedThroughput(reads -> batched(connection, d, sink, reads), warmUps);
             System.out.printf(Locale.ROOT, "RESULT future=%.1f wait=%.1f bandwidth=%.1f batched=%.1f %s%n", future, wait,
                     bandwidth, batched, WarmUp.summary(warmUps));
         }
+    }
+
+    /** Warms {@code loop} up (see {@link WarmUp#until}) on short runs, then its MiB/s over {@link #BW_ITERATIONS} READs. */
+    private static double warmedThroughput(Throughput loop, List<WarmUp> warmUps) throws Exception {
+        warmUps.add(WarmUp.until(() -> loop.mibPerSecond(BW_OUTSTANDING * 2)));
+        return loop.mibPerSecond(BW_ITERATIONS);
+    }
+
+    private interface Throughput {
+        double mibPerSecond(int reads) throws Exception;
     }
 
     /** MiB/s of {@code reads} 64 KiB READs, one {@code read} each, with {@link #BW_OUTSTANDING} in flight. */
