@@ -55,6 +55,9 @@ public final class VerbsReadBenchmark {
     private static final long JIT_QUIET_NANOS = TimeUnit.SECONDS.toNanos(3);
     // a warm-up that never sees the JIT idle this long is reported as such, not waited for
     private static final long WARM_UP_LIMIT_NANOS = TimeUnit.SECONDS.toNanos(100);
+    // reads per warm-up step of a latency measurement: short steps, so that the timed loop is entered often enough
+    // to be compiled as a method
+    private static final int WARM_UP_READS_PER_STEP = 50;
 
     private VerbsReadBenchmark() {
     }
@@ -162,20 +165,31 @@ public final class VerbsReadBenchmark {
         }
     }
 
+    /** Runs {@code stamps.length - 1} reads, stamping the clock before each and after the last. */
+    private static void timedReads(Read read, long[] stamps) throws Exception {
+        int reads = stamps.length - 1;
+        // one clock read per read, between consecutive reads, as ib_read_lat takes its time stamps
+        for (int i = 0; i < reads; i++) {
+            stamps[i] = System.nanoTime();
+            read.run();
+        }
+        stamps[reads] = System.nanoTime();
+    }
+
     private interface Read {
         void run() throws Exception;
     }
 
-    /** Warms up (see {@link WarmUp#until}), then the median of {@link #LAT_ITERATIONS} reads, in microseconds. */
+    /**
+     * Warms up (see {@link WarmUp#until}), then the median of {@link #LAT_ITERATIONS} reads, in microseconds. The
+     * warm-up runs the timed loop itself, as C's is compiled: a loop of 1000 reads entered once stays in the
+     * interpreter (C2 compiles a loop after about 10,000 iterations).
+     */
     private static double medianMicros(Read read, List<WarmUp> warmUps) throws Exception {
-        warmUps.add(WarmUp.until(read));
-        // one clock read per read, between consecutive reads, as ib_read_lat takes its time stamps
+        long[] warmUpStamps = new long[WARM_UP_READS_PER_STEP + 1];
+        warmUps.add(WarmUp.until(() -> timedReads(read, warmUpStamps)));
         long[] stamps = new long[LAT_ITERATIONS + 1];
-        for (int i = 0; i < LAT_ITERATIONS; i++) {
-            stamps[i] = System.nanoTime();
-            read.run();
-        }
-        stamps[LAT_ITERATIONS] = System.nanoTime();
+        timedReads(read, stamps);
         long[] nanos = new long[LAT_ITERATIONS];
         for (int i = 0; i < LAT_ITERATIONS; i++) {
             nanos[i] = stamps[i + 1] - stamps[i];
