@@ -3,6 +3,7 @@ package io.rdma4j.it.lab;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -26,6 +27,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@link #OTHER_CPU}; the Java benchmark JVM starts on {@link #OTHER_CPU} and moves its measuring thread to
  * {@link #MEASURING_CPU}, so the progress thread, the JIT and the GC stay off it. Unpinned, the emulated guest's
  * scheduler made both sides flip between two speeds, about 2x apart, from one run to the next.
+ * <p>The latency is also compared with the guest scheduler's wake-up preemption off ({@link #withoutWakeupPreemption}),
+ * for both sides alike: on rxe that takes out a kernel round trip that costs a third of a READ and hits the two sides
+ * unequally, so what is left is what each side itself does per READ.
  */
 @Timeout(value = 1800, unit = TimeUnit.SECONDS)
 class VerbsBenchmarkGuestTest {
@@ -43,7 +47,11 @@ class VerbsBenchmarkGuestTest {
             "(?m)^\\s*65536\\s+\\d+\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s");
 
     private static final int ROUNDS = 3;
+    // more rounds where the ratio is steadier: what is left to vary is mostly C's slow spells
+    private static final int ROUNDS_WITHOUT_WAKEUP_PREEMPTION = 5;
     private static final Pattern ROUND = Pattern.compile("ROUND wait=(\\d+\\.\\d+) bandwidth=(\\d+\\.\\d+) " + WARM_UP);
+    private static final Pattern LATENCY = Pattern.compile("LATENCY wait=(\\d+\\.\\d+) " + WARM_UP);
+    private static final Path SCHED_FEATURES = Path.of("/sys/kernel/debug/sched/features");
 
     private static final String MEASURING_CPU = "1";
     private static final String OTHER_CPU = "0";
@@ -90,9 +98,69 @@ class VerbsBenchmarkGuestTest {
         double cLatencyMedian = median(cLatency);
         double cBandwidthMedian = median(cBandwidth);
         printOnce("sleeping", sleeping, cLatencyMedian, cBandwidthMedian, false);
+        latencyWithoutWakeupPreemption();
         Matcher busyPoll = javaBenchmark(true);
         printWarmUps("busy-poll", List.of(busyPoll.group(5)));
         printOnce("busy-poll", busyPoll, cLatencyMedian, cBandwidthMedian, true);
+    }
+
+    /**
+     * readAndWait against ib_read_lat in alternating rounds, both with the guest's wake-up preemption off; on rxe only,
+     * where the whole READ runs in the doorbell system call. A siw READ needs siw's and the network stack's kernel
+     * threads on the caller's CPU too: without wake-up preemption they wait for the caller's next tick, and
+     * ib_read_lat, which never yields, took 3993 us (one tick) per READ.
+     */
+    private void latencyWithoutWakeupPreemption() throws Exception {
+        if (device.kind() != LabDevice.Kind.RXE) {
+            System.out.printf("BENCHMARK %s (sleeping, no wake-up preemption) not measured: only rxe does the whole READ in the doorbell system call%n",
+                    device.name());
+            return;
+        }
+        double[] c = new double[ROUNDS_WITHOUT_WAKEUP_PREEMPTION];
+        double[] java = new double[ROUNDS_WITHOUT_WAKEUP_PREEMPTION];
+        List<String> warmUps = new ArrayList<>();
+        for (int round = 0; round < c.length; round++) {
+            int r = round;
+            withoutWakeupPreemption(() -> {
+                c[r] = cLatency();
+                String out = runJava(false, "latency");
+                Matcher m = LATENCY.matcher(out);
+                assertThat(m.find()).as("latency line in:\n%s", out).isTrue();
+                java[r] = Double.parseDouble(m.group(1));
+                warmUps.add(m.group(2));
+            });
+            assertThat(c[round]).isPositive();
+            assertThat(java[round]).isPositive();
+        }
+        printWarmUps("sleeping, no wake-up preemption", warmUps);
+        System.out.printf("BENCHMARK %s (sleeping, no wake-up preemption) READ 8 B median latency, readAndWait vs ib_read_lat in %d alternating rounds, the guest's wake-up preemption off for both: %s%n",
+                device.name(), c.length, rounds(java, c, "us"));
+    }
+
+    private interface GuestAction {
+        void run() throws Exception;
+    }
+
+    /**
+     * Runs {@code action} with the guest scheduler's wake-up preemption off (the {@code WAKEUP_PREEMPTION} feature in
+     * debugfs), then turns it back on. Each rxe READ raises its responder tasklet from the doorbell system call, and so
+     * wakes ksoftirqd; the tasklet then runs in that same system call, and the woken ksoftirqd preempts the caller on
+     * its way out for nothing: two context switches, about a third of an 8 B READ. It preempted every Java READ and
+     * 78-89 % of C's (a wake-up that does not preempt leaves ksoftirqd runnable, and the READs after it wake nothing
+     * until it runs at a tick; see it/lab/verbs-benchmark-log.md). Off, ksoftirqd runs at a tick and finds nothing to
+     * do, for both sides alike; on a NIC no READ involves it at all.
+     */
+    private static void withoutWakeupPreemption(GuestAction action) throws Exception {
+        if (!Files.exists(SCHED_FEATURES)) {
+            GuestCommand.run(Duration.ofSeconds(30), "mount", "-t", "debugfs", "debugfs", "/sys/kernel/debug").requireSuccess();
+        }
+        Files.writeString(SCHED_FEATURES, "NO_WAKEUP_PREEMPTION");
+        try {
+            assertThat(Files.readString(SCHED_FEATURES)).as("guest scheduler features").contains(" NO_WAKEUP_PREEMPTION ");
+            action.run();
+        } finally {
+            Files.writeString(SCHED_FEATURES, "WAKEUP_PREEMPTION");
+        }
     }
 
     /** The figures of one full Java run; with {@code all}, also those the alternating rounds already printed. */

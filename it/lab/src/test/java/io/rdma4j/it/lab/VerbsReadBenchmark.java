@@ -30,10 +30,12 @@ import java.util.concurrent.TimeUnit;
  * guest suite's JVM stops at C1 to save emulated CPU) and alone. The responder transport keeps the
  * default sleeping progress mode (an RDMA READ never involves the responder's CPU, as with
  * {@code ib_read_lat}'s server); the requester uses the mode under test.
- * Arguments: device name, address, kind, busy-poll (true/false), optionally {@code round}. Prints one
+ * Arguments: device name, address, kind, busy-poll (true/false), optionally {@code round}, {@code latency} or
+ * {@code trace} (see {@link #traceWindow}). Prints one
  * line: {@code RESULT future=<us> wait=<us> bandwidth=<MiB/s> batched=<MiB/s> <warm-up>} (bandwidth: one {@code read}
  * per READ; batched: {@code readAll} of {@link #BW_BATCH}), or with {@code round} only the figures compared in
- * alternating rounds, {@code ROUND wait=<us> bandwidth=<MiB/s> <warm-up>}; {@code <warm-up>} is {@link WarmUp#summary}.
+ * alternating rounds, {@code ROUND wait=<us> bandwidth=<MiB/s> <warm-up>}, or with {@code latency} only
+ * {@code LATENCY wait=<us> <warm-up>}; {@code <warm-up>} is {@link WarmUp#summary}.
  * With {@code -Drdma4j.bench.cpu=N} the measuring thread moves to CPU N once connected (the JVM's other threads stay
  * where the JVM was started), as the benchmark pins ib_read_lat's client.
  */
@@ -58,6 +60,8 @@ public final class VerbsReadBenchmark {
     // reads per warm-up step of a latency measurement: short steps, so that the timed loop is entered often enough
     // to be compiled as a method
     private static final int WARM_UP_READS_PER_STEP = 50;
+    // reads after the warm-up in trace mode: the script starts its trace a second into this window
+    private static final long TRACE_WINDOW_NANOS = TimeUnit.SECONDS.toNanos(5);
 
     private VerbsReadBenchmark() {
     }
@@ -80,8 +84,17 @@ public final class VerbsReadBenchmark {
             }
 
             List<WarmUp> warmUps = new ArrayList<>();
-            if (args.length > 4 && args[4].equals("round")) {
+            String mode = args.length > 4 ? args[4] : "all";
+            if (mode.equals("trace")) {
+                traceWindow(() -> connection.readAndWait(d, 0, small), warmUps);
+                return;
+            }
+            if (mode.equals("latency") || mode.equals("round")) {
                 double wait = medianMicros(() -> connection.readAndWait(d, 0, small), warmUps);
+                if (mode.equals("latency")) {
+                    System.out.printf(Locale.ROOT, "LATENCY wait=%.1f %s%n", wait, WarmUp.summary(warmUps));
+                    return;
+                }
                 double bandwidth = warmedThroughput(reads -> pipelined(connection, d, sink, reads), warmUps);
                 System.out.printf(Locale.ROOT, "ROUND wait=%.1f bandwidth=%.1f %s%n", wait, bandwidth, WarmUp.summary(warmUps));
                 return;
@@ -196,6 +209,21 @@ public final class VerbsReadBenchmark {
         }
         Arrays.sort(nanos);
         return nanos[LAT_ITERATIONS / 2] / 1000.0;
+    }
+
+    /**
+     * For trace-read-path.sh: warms {@code read} up as {@link #medianMicros} does, prints {@code TRACE-WINDOW <warm-up>},
+     * then keeps reading for {@link #TRACE_WINDOW_NANOS}, while the script traces the kernel from outside.
+     */
+    private static void traceWindow(Read read, List<WarmUp> warmUps) throws Exception {
+        long[] stamps = new long[WARM_UP_READS_PER_STEP + 1];
+        warmUps.add(WarmUp.until(() -> timedReads(read, stamps)));
+        System.out.println("TRACE-WINDOW " + WarmUp.summary(warmUps));
+        System.out.flush();
+        long end = System.nanoTime() + TRACE_WINDOW_NANOS;
+        while (System.nanoTime() - end < 0) {
+            timedReads(read, stamps);
+        }
     }
 
     /** How long one measurement warmed up, and whether the JIT had gone idle by then. */
