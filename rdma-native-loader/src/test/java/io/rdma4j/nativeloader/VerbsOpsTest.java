@@ -86,11 +86,14 @@ class VerbsOpsTest {
         MemorySegment rawQp = MemorySegment.ofAddress(qp.address());
         MemorySegment rawCq = MemorySegment.ofAddress(cq.address());
 
-        assertThat(VerbsOps.postSend(rawQp, wr, bad)).isEqualTo(11);
-        assertThat(VerbsOps.postRecv(rawQp, wr, bad)).isEqualTo(12);
-        assertThat(VerbsOps.pollCq(rawCq, 4, wc)).isEqualTo(3);
-        assertThat(VerbsOps.reqNotifyCq(rawCq, true)).isZero();
-        assertThat(VerbsOps.reqNotifyCq(rawCq, false)).isZero();
+        VerbsOps.QueuePairOps qpOps = VerbsOps.ofQueuePair(rawQp);
+        VerbsOps.CompletionQueueOps cqOps = VerbsOps.ofCompletionQueue(rawCq);
+
+        assertThat(qpOps.postSend(wr, bad)).isEqualTo(11);
+        assertThat(qpOps.postRecv(wr, bad)).isEqualTo(12);
+        assertThat(cqOps.poll(4, wc)).isEqualTo(3);
+        assertThat(cqOps.requestNotify(true)).isZero();
+        assertThat(cqOps.requestNotify(false)).isZero();
 
         assertThat(CALLS).containsExactly(
                 "post_send " + qp.address() + " " + wr.address() + " " + bad.address(),
@@ -103,8 +106,13 @@ class VerbsOpsTest {
     @Test
     void missingOpIsAnExceptionNotACrash() {
         ibv_context_ops.poll_cq(ibv_context.ops(context), MemorySegment.NULL);
-        assertThatThrownBy(() -> VerbsOps.pollCq(cq, 1, arena.allocate(256)))
-                .isInstanceOf(UnsupportedOperationException.class);
+        assertThatThrownBy(() -> VerbsOps.ofCompletionQueue(cq))
+                .isInstanceOf(UnsupportedOperationException.class)
+                .hasMessageContaining("no ibv_context_ops entry");
+        ibv_context_ops.post_recv(ibv_context.ops(context), MemorySegment.NULL);
+        assertThatThrownBy(() -> VerbsOps.ofQueuePair(qp))
+                .isInstanceOf(UnsupportedOperationException.class)
+                .hasMessageContaining("no ibv_context_ops entry");
     }
 
     @Test
