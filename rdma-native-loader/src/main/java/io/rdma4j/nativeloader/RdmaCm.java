@@ -246,6 +246,12 @@ public final class RdmaCm {
         return e;
     }
 
+    /** Whether an event of {@code type} ends an established (or accepted) connection. */
+    public static boolean endsConnection(int type) {
+        return type == DISCONNECTED || type == DEVICE_REMOVAL || type == CONNECT_ERROR || type == UNREACHABLE
+                || type == REJECTED;
+    }
+
     /** {@code rdma_event_str(event)}, e.g. {@code RDMA_CM_EVENT_ESTABLISHED}. */
     public static String eventName(int event) {
         return RdmaBindings.rdma_event_str(event).reinterpret(64).getString(0);

@@ -2,6 +2,7 @@ package io.rdma4j.core.verbs;
 
 import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaException;
+import io.rdma4j.nativeloader.RdmaCm;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -60,7 +61,17 @@ final class MessageChannel {
         }
     }
 
-    /** This side's private data for rdma_connect / rdma_accept. */
+    /**
+     * This side's parameters for rdma_connect / rdma_accept: its private data, and 7 transport retries; credits
+     * make RNR impossible, so infinite RNR retry (7) is only a backstop.
+     */
+    static RdmaCm.ConnectionParameters connectionParameters(int maxMessageSize, int receiveDepth, int responderResources,
+                                                          int initiatorDepth) {
+        return new RdmaCm.ConnectionParameters(privateData(maxMessageSize, receiveDepth), responderResources,
+                initiatorDepth, 7, 7);
+    }
+
+    /** This side's private data: magic, max message size, receive depth. */
     static byte[] privateData(int maxMessageSize, int receiveDepth) {
         return ByteBuffer.allocate(PRIVATE_DATA_LENGTH).order(ByteOrder.BIG_ENDIAN)
                 .putInt(MAGIC_V1).putInt(maxMessageSize).putInt(receiveDepth).array();

@@ -71,7 +71,7 @@ final class ProgressLoop implements AutoCloseable {
                 }
                 boolean any = false;
                 for (VerbsConnection c : attached) {
-                    if (callerCqsTurn || !c.polledByCaller(now, CALLER_RECENT_NANOS)) {
+                    if (callerCqsTurn || !c.polling().polledByCaller(now, CALLER_RECENT_NANOS)) {
                         any |= c.progress() > 0;
                     }
                 }
@@ -87,10 +87,10 @@ final class ProgressLoop implements AutoCloseable {
                 // reaps itself. The sleep is then capped, so that the caller's CQs get their turn.
                 boolean unarmed = false;
                 for (VerbsConnection c : attached) {
-                    if (c.polledByCaller(now, CALLER_RECENT_NANOS)) {
+                    if (c.polling().polledByCaller(now, CALLER_RECENT_NANOS)) {
                         unarmed = true;
                     } else {
-                        c.arm();
+                        c.polling().arm();
                         // a completion that arrived before arming raises no event: look once more before sleeping
                         any |= c.progress() > 0;
                     }

@@ -21,9 +21,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * One RC connection made through rdma_cm: its connection-manager state machine, one-sided posting, and
- * the dispatch of its completions. What it owns natively is in {@link QueuePairResources}, its two-sided
- * messages and credits in {@link MessageChannel}, who polls its CQ when in {@link CompletionPolling}.
+ * One RC connection made through rdma_cm: its connection-manager state machine and the dispatch of its
+ * completions. What it owns natively is in {@link QueuePairResources}, its RDMA READs and WRITEs in
+ * {@link OneSidedRequests}, its two-sided messages and credits in {@link MessageChannel}, who polls its CQ
+ * when in {@link CompletionPolling}.
  *
  * <p>States: CONNECTING (active side, until ESTABLISHED) or ACCEPTING (passive side, accepted, until
  * ESTABLISHED), OPEN, CLOSING (disconnected, draining), CLOSED (torn down). Callers post under {@link #lock};
@@ -34,9 +35,6 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
     /** Work request ids of receives carry this bit; the slot is in the low bits. */
     private static final long RECV_BIT = 1L << 62;
     private static final long CLOSE_DRAIN_NANOS = TimeUnit.SECONDS.toNanos(1);
-    /** Connect parameters: transport retries; credits make RNR impossible, so infinite RNR retry is a backstop. */
-    private static final int RETRY_COUNT = 7;
-    private static final int RNR_RETRY_COUNT = 7;
 
     private enum State { CONNECTING, ACCEPTING, OPEN, CLOSING, CLOSED }
 
@@ -51,6 +49,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
     // guarded by lock
     private State state = State.CONNECTING;
     private final PostedRequests posted = new PostedRequests();
+    private final OneSidedRequests oneSided = new OneSidedRequests(lock, this::closedUnlessOpen, posted);
     private MessageChannel messages;
     private RdmaException closeCause;
     private long closeDeadline;
@@ -83,6 +82,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         lock.lock();
         try {
             resources = r;
+            oneSided.attach(r.sendQueue);
             messages = new MessageChannel(r, posted, depth);
             messages.postReceives();
         } finally {
@@ -92,8 +92,8 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
     }
 
     RdmaCm.ConnectionParameters connectionParameters(int responderResources, int initiatorDepth) {
-        return new RdmaCm.ConnectionParameters(MessageChannel.privateData(transport.config.maxMessageSize(),
-                transport.options.receiveDepth()), responderResources, initiatorDepth, RETRY_COUNT, RNR_RETRY_COUNT);
+        return MessageChannel.connectionParameters(transport.config.maxMessageSize(), transport.options.receiveDepth(),
+                responderResources, initiatorDepth);
     }
 
     /** Under lock: the peer's private data read, the addresses known. */
@@ -160,8 +160,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
             handOver.run();
             return;
         }
-        if (type == RdmaCm.DISCONNECTED || type == RdmaCm.DEVICE_REMOVAL || type == RdmaCm.CONNECT_ERROR
-                || type == RdmaCm.UNREACHABLE || type == RdmaCm.REJECTED) {
+        if (RdmaCm.endsConnection(type)) {
             if (unattached) {
                 transport.settingUpEnded(this);
                 destroyUnattached();
@@ -200,101 +199,17 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
 
     @Override
     public CompletableFuture<Void> read(long remoteAddress, long remoteKey, MemorySegment sink, ProviderRegion localRegion) {
-        return postSingle(SendQueue.RDMA_READ, "read", remoteAddress, remoteKey, sink, localRegion);
+        return oneSided.single(SendQueue.RDMA_READ, "read", remoteAddress, remoteKey, sink, localRegion);
     }
 
     @Override
     public List<CompletableFuture<Void>> readAll(List<ProviderRead> reads) {
-        List<CompletableFuture<Void>> results = new ArrayList<>(reads.size());
-        for (int from = 0; from < reads.size(); from += SendQueue.MAX_CHAIN) {
-            List<ProviderRead> chunk = reads.subList(from, Math.min(reads.size(), from + SendQueue.MAX_CHAIN));
-            results.addAll(postChain(SendQueue.RDMA_READ, "read", chunk));
-        }
-        return results;
+        return oneSided.readAll(reads);
     }
 
     @Override
     public CompletableFuture<Void> write(long remoteAddress, long remoteKey, MemorySegment source, ProviderRegion localRegion) {
-        return postSingle(SendQueue.RDMA_WRITE, "write", remoteAddress, remoteKey, source, localRegion);
-    }
-
-    /** One signalled one-sided work request: the latency path, without the lists a chain needs. */
-    private CompletableFuture<Void> postSingle(int opcode, String operation, long remoteAddress, long remoteKey,
-                                               MemorySegment local, ProviderRegion localRegion) {
-        CompletableFuture<Void> f = new CompletableFuture<>();
-        if (local.byteSize() == 0) {
-            f.complete(null); // NICs do not check keys for zero-length transfers either
-            return f;
-        }
-        lock.lock();
-        try {
-            if (state != State.OPEN) {
-                f.completeExceptionally(closedException());
-                return f;
-            }
-            SendQueue sq = resources.sendQueue;
-            long wrId = posted.nextId();
-            int rc = opcode == SendQueue.RDMA_READ
-                    ? sq.postRead(wrId, local.address(), (int) local.byteSize(), (int) localRegion.localKey(), remoteAddress, (int) remoteKey)
-                    : sq.postWrite(wrId, local.address(), (int) local.byteSize(), (int) localRegion.localKey(), remoteAddress, (int) remoteKey);
-            if (rc != 0) {
-                f.completeExceptionally(new RdmaException("ibv_post_send of 1 " + operation + " failed: errno " + rc));
-                return f;
-            }
-            posted.add(operation, f, -1);
-        } finally {
-            lock.unlock();
-        }
-        return f;
-    }
-
-    /**
-     * Posts a chain of one-sided work requests with one ibv_post_send; only the last is signalled, since
-     * an RC queue pair completes in order (errors are reported for every request regardless).
-     */
-    private List<CompletableFuture<Void>> postChain(int opcode, String operation, List<ProviderRead> ops) {
-        List<CompletableFuture<Void>> futures = new ArrayList<>(ops.size());
-        List<ProviderRead> toPost = new ArrayList<>(ops.size());
-        List<CompletableFuture<Void>> pending = new ArrayList<>(ops.size());
-        for (ProviderRead op : ops) {
-            CompletableFuture<Void> f = new CompletableFuture<>();
-            futures.add(f);
-            if (op.sink().byteSize() == 0) {
-                f.complete(null); // NICs do not check keys for zero-length transfers either
-            } else {
-                toPost.add(op);
-                pending.add(f);
-            }
-        }
-        if (toPost.isEmpty()) {
-            return futures;
-        }
-        lock.lock();
-        try {
-            if (state != State.OPEN) {
-                RdmaException e = closedException();
-                pending.forEach(f -> f.completeExceptionally(e));
-                return futures;
-            }
-            SendQueue sq = resources.sendQueue;
-            long firstId = posted.nextId();
-            int n = toPost.size();
-            for (int i = 0; i < n; i++) {
-                ProviderRead op = toPost.get(i);
-                sq.prepareChained(i, n, opcode, firstId + i, op.sink().address(), (int) op.sink().byteSize(),
-                        (int) op.localRegion().localKey(), op.remoteAddress(), (int) op.remoteKey());
-            }
-            int rc = sq.postChain();
-            if (rc != 0) {
-                RdmaException e = new RdmaException("ibv_post_send of " + n + " " + operation + "(s) failed: errno " + rc);
-                pending.forEach(f -> f.completeExceptionally(e));
-                return futures;
-            }
-            posted.addOneSided(operation, pending);
-        } finally {
-            lock.unlock();
-        }
-        return futures;
+        return oneSided.single(SendQueue.RDMA_WRITE, "write", remoteAddress, remoteKey, source, localRegion);
     }
 
     @Override
@@ -315,9 +230,9 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
 
     // ---- completions ----
 
-    /** Progress thread, before sleeping: asks for an event on the next completion (skipped while a caller polls). */
-    void arm() {
-        polling.arm();
+    /** Who polls this connection's CQ: the progress thread arms it and asks whether callers poll it. */
+    CompletionPolling polling() {
+        return polling;
     }
 
     /**
@@ -326,11 +241,6 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
      */
     int progress() {
         return polling.progress(this::finishIfDrained);
-    }
-
-    /** Progress thread: whether the CQ is, for now, left to callers waiting in {@link #await}. */
-    boolean polledByCaller(long now, long recentNanos) {
-        return polling.polledByCaller(now, recentNanos);
     }
 
     /**
@@ -457,6 +367,11 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
     }
 
     // ---- closing ----
+
+    /** Under lock: null while open, else the exception for new operations. */
+    private RdmaException closedUnlessOpen() {
+        return state == State.OPEN ? null : closedException();
+    }
 
     private RdmaException closedException() {
         RdmaException c = closeCause;

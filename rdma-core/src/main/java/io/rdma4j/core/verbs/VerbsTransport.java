@@ -199,8 +199,9 @@ final class VerbsTransport implements ProviderTransport {
         } catch (RuntimeException e) {
             settingUp.remove(c);
             c.destroyUnattached();
-            if (e instanceof RdmaException) {
-                throw e;
+            RuntimeException r = asRdmaException(e);
+            if (r instanceof RdmaException) {
+                throw r;
             }
             throw new RdmaException("connect to " + address + " failed: " + e.getMessage(), e);
         }
