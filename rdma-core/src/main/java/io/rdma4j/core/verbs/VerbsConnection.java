@@ -24,7 +24,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * One RC connection made through rdma_cm: its connection-manager state machine and the dispatch of its
  * completions. What it owns natively is in {@link QueuePairResources}, its RDMA READs and WRITEs in
  * {@link OneSidedRequests}, its two-sided messages and credits in {@link MessageChannel}, who polls its CQ
- * when in {@link CompletionPolling}.
+ * when in {@link CompletionPolling}, what the facade hears in {@link FacadeEvents}.
  *
  * <p>States: CONNECTING (active side, until ESTABLISHED) or ACCEPTING (passive side, accepted, until
  * ESTABLISHED), OPEN, CLOSING (disconnected, draining), CLOSED (torn down). Callers post under {@link #lock};
@@ -53,9 +53,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
     private MessageChannel messages;
     private RdmaException closeCause;
     private long closeDeadline;
-    private ConnectionEvents events;
-    private final List<ByteBuffer> early = new ArrayList<>();
-    private boolean closedReported;
+    private final FacadeEvents facade = new FacadeEvents(lock);
 
     private InetSocketAddress remote;
     private InetSocketAddress local;
@@ -175,26 +173,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
 
     @Override
     public void start(ConnectionEvents events) {
-        List<ByteBuffer> queued;
-        boolean closedAlready;
-        RdmaException cause;
-        lock.lock();
-        try {
-            this.events = events;
-            queued = new ArrayList<>(early);
-            early.clear();
-            closedAlready = state == State.CLOSED && !closedReported;
-            if (closedAlready) {
-                closedReported = true;
-            }
-            cause = closeCause;
-        } finally {
-            lock.unlock();
-        }
-        queued.forEach(events::onMessage);
-        if (closedAlready) {
-            events.onClosed(cause);
-        }
+        facade.start(events, () -> state == State.CLOSED ? new FacadeEvents.ClosedAlready(closeCause) : null);
     }
 
     @Override
@@ -352,11 +331,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
             }
             messages.accept(slot, received);
             if (received.payload() != null) {
-                if (events == null) {
-                    early.add(received.payload());
-                } else {
-                    deliverTo = events;
-                }
+                deliverTo = facade.deliverTo(received.payload());
             }
         } finally {
             lock.unlock();
@@ -449,19 +424,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
 
     /** Tells the facade once that the connection is closed (with the first cause). */
     private void reportClosed() {
-        ConnectionEvents e;
-        lock.lock();
-        try {
-            e = closedReported ? null : events;
-            if (e != null) {
-                closedReported = true;
-            }
-        } finally {
-            lock.unlock();
-        }
-        if (e != null) {
-            e.onClosed(closeCause);
-        }
+        facade.reportClosed(() -> closeCause);
     }
 
     /** Teardown of a connection that never reached the progress thread (setup failed or was refused). */
