@@ -41,11 +41,12 @@ public final class VerbsProvider implements RdmaProvider {
 
     @Override
     public ProviderTransport open(TransportConfig config, TransportMetrics metrics) {
+        VerbsOptions options = VerbsOptions.from(config);
         Examination e = examine(config);
         if (e.selection() == null) {
             throw new ProviderUnavailableException("verbs provider unavailable: " + e.availability().reason());
         }
-        return VerbsTransport.open(config, metrics, e.selection());
+        return VerbsTransport.open(config, options, metrics, e.selection());
     }
 
     /** What discovery says for this config: a usable selection, or why not. */

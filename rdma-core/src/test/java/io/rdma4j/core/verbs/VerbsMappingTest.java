@@ -77,14 +77,14 @@ class VerbsMappingTest {
 
     @Test
     void completionStatusMapping() {
-        String name = NativeCalls.wcStatus(WorkCompletions.REM_ACCESS_ERR);
+        String name = io.rdma4j.nativeloader.Verbs.completionStatus(WorkCompletions.REM_ACCESS_ERR);
         assertThat(name).isEqualTo("remote access error");
         RdmaException e = WorkCompletions.exception(WorkCompletions.REM_ACCESS_ERR, name, "read", "/10.0.0.1:1");
         assertThat(e).isInstanceOf(RemoteAccessException.class).hasMessageContaining("remote access error");
         assertThat(((RemoteAccessException) e).reason()).isEqualTo(RemoteAccessException.Reason.ACCESS_DENIED);
         assertThat(WorkCompletions.exception(WorkCompletions.REM_INV_REQ_ERR, "x", "read", "p"))
                 .isInstanceOf(RemoteAccessException.class);
-        assertThat(WorkCompletions.exception(WorkCompletions.WR_FLUSH_ERR, NativeCalls.wcStatus(WorkCompletions.WR_FLUSH_ERR),
+        assertThat(WorkCompletions.exception(WorkCompletions.WR_FLUSH_ERR, io.rdma4j.nativeloader.Verbs.completionStatus(WorkCompletions.WR_FLUSH_ERR),
                 "read", "p")).isInstanceOf(ConnectionClosedException.class).hasMessageContaining("Work Request Flushed Error");
         assertThat(WorkCompletions.exception(WorkCompletions.RETRY_EXC_ERR, "transport retry counter exceeded", "read", "p"))
                 .isInstanceOf(ConnectionClosedException.class);

@@ -1,0 +1,82 @@
+package io.rdma4j.core.verbs;
+
+import io.rdma4j.core.RdmaException;
+import io.rdma4j.core.spi.ConnectionEvents;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+
+/**
+ * What a connection tells the transport facade: its messages, kept until the facade has started listening,
+ * and its close, reported exactly once. Guarded by the connection's lock; the facade is called without it.
+ */
+final class FacadeEvents {
+
+    private final ReentrantLock lock;
+    private ConnectionEvents events;
+    private final List<ByteBuffer> early = new ArrayList<>();
+    private boolean closedReported;
+
+    FacadeEvents(ReentrantLock lock) {
+        this.lock = lock;
+    }
+
+    /**
+     * The facade starts listening: it gets the messages that came before, and the close when
+     * {@code closedAlready} (asked under the lock) says the connection is closed already (null: it is not).
+     */
+    void start(ConnectionEvents events, Supplier<ClosedAlready> closedAlready) {
+        List<ByteBuffer> queued;
+        ClosedAlready closed;
+        lock.lock();
+        try {
+            this.events = events;
+            queued = new ArrayList<>(early);
+            early.clear();
+            closed = closedAlready.get();
+            if (closed != null && !closedReported) {
+                closedReported = true;
+            } else {
+                closed = null;
+            }
+        } finally {
+            lock.unlock();
+        }
+        queued.forEach(events::onMessage);
+        if (closed != null) {
+            events.onClosed(closed.cause());
+        }
+    }
+
+    /** The connection is closed, and why (the cause may be null). */
+    record ClosedAlready(RdmaException cause) {
+    }
+
+    /** Under the lock: where to deliver {@code message} once the lock is released, or null when it is kept for {@link #start}. */
+    ConnectionEvents deliverTo(ByteBuffer message) {
+        if (events == null) {
+            early.add(message);
+        }
+        return events;
+    }
+
+    /** Tells the facade once that the connection is closed, with {@code cause}. */
+    void reportClosed(Supplier<RdmaException> cause) {
+        ConnectionEvents e;
+        lock.lock();
+        try {
+            e = closedReported ? null : events;
+            if (e != null) {
+                closedReported = true;
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (e != null) {
+            e.onClosed(cause.get());
+        }
+    }
+}

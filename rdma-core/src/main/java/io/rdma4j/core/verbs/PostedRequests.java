@@ -1,0 +1,54 @@
+package io.rdma4j.core.verbs;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The send-queue work requests of one connection in post order, with the ids they were posted under.
+ * An RC queue pair completes in order, so a completion also completes every unsignalled request posted
+ * before it. Guarded by the connection's lock.
+ */
+final class PostedRequests {
+
+    /** A posted work request; {@code future} is null for credit-only messages, {@code sendSlot} -1 without one. */
+    record Pending(long wrId, String operation, CompletableFuture<Void> future, int sendSlot) {
+    }
+
+    private final ArrayDeque<Pending> queue = new ArrayDeque<>();
+    private long nextWrId = 1;
+
+    /** The id the next work request is posted under. */
+    long nextId() {
+        return nextWrId;
+    }
+
+    /** Records requests posted from {@link #nextId()} on, one per future. */
+    void addOneSided(String operation, List<CompletableFuture<Void>> futures) {
+        for (CompletableFuture<Void> f : futures) {
+            queue.add(new Pending(nextWrId++, operation, f, -1));
+        }
+    }
+
+    /** Records one request posted under {@link #nextId()}. */
+    void add(String operation, CompletableFuture<Void> future, int sendSlot) {
+        queue.add(new Pending(nextWrId++, operation, future, sendSlot));
+    }
+
+    boolean isEmpty() {
+        return queue.isEmpty();
+    }
+
+    /** Removes and returns the oldest request, or null. */
+    Pending poll() {
+        return queue.poll();
+    }
+
+    /** Removes and returns everything still posted. */
+    List<Pending> drain() {
+        List<Pending> all = new ArrayList<>(queue);
+        queue.clear();
+        return all;
+    }
+}

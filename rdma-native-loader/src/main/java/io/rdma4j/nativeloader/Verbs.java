@@ -1,0 +1,159 @@
+package io.rdma4j.nativeloader;
+
+import io.rdma4j.nativeloader.bindings.RdmaBindings;
+import io.rdma4j.nativeloader.bindings.ibv_comp_channel;
+import io.rdma4j.nativeloader.bindings.ibv_context;
+import io.rdma4j.nativeloader.bindings.ibv_cq;
+import io.rdma4j.nativeloader.bindings.ibv_device_attr;
+import io.rdma4j.nativeloader.bindings.ibv_mr;
+import io.rdma4j.nativeloader.bindings.ibv_port_attr;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * libibverbs' control path as typed calls, in the manner of Netty's {@code Native}: protection domains,
+ * completion channels and queues, memory registration and device queries. Failures throw
+ * {@link NativeCallException} with the captured errno; teardown calls return the C result for the caller
+ * to log. Handles are the raw native pointers, valid until destroyed here. The data path (posting and
+ * polling) is in {@link SendQueue}, {@link ReceiveQueue} and {@link Completions}.
+ */
+public final class Verbs {
+
+    private Verbs() {
+    }
+
+    /** A registered memory region: its handle for {@link #deregisterMemory}, and its keys. */
+    public record MemoryRegion(MemorySegment handle, int lkey, int rkey) {
+    }
+
+    /** {@code ibv_alloc_pd(context)}. */
+    public static MemorySegment allocateProtectionDomain(MemorySegment context) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment errno = Errno.allocateState(a);
+            return NativeCall.pointer("ibv_alloc_pd", errno, (MemorySegment) NativeCall.ALLOC_PD.invokeExact(errno, context));
+        } catch (Throwable t) {
+            throw NativeCall.rethrow(t);
+        }
+    }
+
+    /** {@code ibv_dealloc_pd}: fails (EBUSY) while memory regions or queue pairs still use it. */
+    public static int deallocateProtectionDomain(MemorySegment pd) {
+        return RdmaBindings.ibv_dealloc_pd(pd);
+    }
+
+    /** {@code ibv_create_comp_channel(context)}. */
+    public static MemorySegment createCompletionChannel(MemorySegment context) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment errno = Errno.allocateState(a);
+            return NativeCall.pointer("ibv_create_comp_channel", errno,
+                    (MemorySegment) NativeCall.CREATE_COMP_CHANNEL.invokeExact(errno, context))
+                    .reinterpret(ibv_comp_channel.sizeof());
+        } catch (Throwable t) {
+            throw NativeCall.rethrow(t);
+        }
+    }
+
+    /** The completion channel's file descriptor, to wait for events with a timeout ({@link Poll}). */
+    public static int completionChannelFd(MemorySegment channel) {
+        return ibv_comp_channel.fd(channel.reinterpret(ibv_comp_channel.sizeof()));
+    }
+
+    public static int destroyCompletionChannel(MemorySegment channel) {
+        return RdmaBindings.ibv_destroy_comp_channel(channel);
+    }
+
+    /**
+     * {@code ibv_get_cq_event} then {@code ibv_ack_cq_events(cq, 1)}: takes one event off the channel (blocks
+     * when there is none). {@code scratch} holds two pointers ({@link #completionEventScratch}).
+     *
+     * @return whether an event was taken
+     */
+    public static boolean acknowledgeCompletionEvent(MemorySegment channel, MemorySegment scratch) {
+        MemorySegment cqOut = scratch.asSlice(0, ValueLayout.ADDRESS.byteSize());
+        MemorySegment contextOut = scratch.asSlice(ValueLayout.ADDRESS.byteSize(), ValueLayout.ADDRESS.byteSize());
+        if (RdmaBindings.ibv_get_cq_event(channel, cqOut, contextOut) != 0) {
+            return false;
+        }
+        RdmaBindings.ibv_ack_cq_events(cqOut.get(ValueLayout.ADDRESS, 0), 1);
+        return true;
+    }
+
+    /** Memory for {@link #acknowledgeCompletionEvent}'s out-parameters, owned by {@code arena}. */
+    public static MemorySegment completionEventScratch(Arena arena) {
+        return arena.allocate(ValueLayout.ADDRESS, 2);
+    }
+
+    /** {@code ibv_create_cq(context, depth, NULL, channel, 0)}. */
+    public static MemorySegment createCompletionQueue(MemorySegment context, int depth, MemorySegment channel) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment errno = Errno.allocateState(a);
+            return NativeCall.pointer("ibv_create_cq", errno, (MemorySegment) NativeCall.CREATE_CQ.invokeExact(errno,
+                    context, depth, MemorySegment.NULL, channel, 0)).reinterpret(ibv_cq.sizeof());
+        } catch (Throwable t) {
+            throw NativeCall.rethrow(t);
+        }
+    }
+
+    public static int destroyCompletionQueue(MemorySegment cq) {
+        return RdmaBindings.ibv_destroy_cq(cq);
+    }
+
+    /**
+     * {@code ibv_reg_mr(pd, address, length, flags)}.
+     *
+     * @throws NativeCallException with the errno (ENOMEM, EPERM, EAGAIN: RLIMIT_MEMLOCK; EFAULT: not mapped)
+     */
+    public static MemoryRegion registerMemory(MemorySegment pd, long address, long length, int accessFlags) {
+        MemorySegment mr;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment errno = Errno.allocateState(a);
+            mr = NativeCall.pointer("ibv_reg_mr", errno, (MemorySegment) NativeCall.REG_MR.invokeExact(errno, pd,
+                    MemorySegment.ofAddress(address), length, accessFlags)).reinterpret(ibv_mr.sizeof());
+        } catch (Throwable t) {
+            throw NativeCall.rethrow(t);
+        }
+        return new MemoryRegion(mr, ibv_mr.lkey(mr), ibv_mr.rkey(mr));
+    }
+
+    /** {@code ibv_dereg_mr}: after it returns the NIC no longer touches the memory. */
+    public static int deregisterMemory(MemoryRegion region) {
+        return RdmaBindings.ibv_dereg_mr(region.handle());
+    }
+
+    /** {@code ibv_get_device_name(context->device)}. */
+    public static String deviceName(MemorySegment context) {
+        MemorySegment device = ibv_context.device(context.reinterpret(ibv_context.sizeof()));
+        return RdmaBindings.ibv_get_device_name(device).reinterpret(RdmaBindings.IBV_SYSFS_NAME_MAX()).getString(0);
+    }
+
+    /** {@code ibv_query_port(...).max_msg_sz}: the longest message the port carries (0 when it says none). */
+    public static long maxMessageSize(MemorySegment context, int port) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = ibv_port_attr.allocate(a);
+            int rc = RdmaBindings.ibv_query_port(context, (byte) port, attr);
+            if (rc != 0) {
+                throw new NativeCallException("ibv_query_port", Math.abs(rc));
+            }
+            return Integer.toUnsignedLong(ibv_port_attr.max_msg_sz(attr));
+        }
+    }
+
+    /** {@code min(max_qp_rd_atom, max_qp_init_rd_atom)} of {@code ibv_query_device}: RDMA READs in flight per QP. */
+    public static int maxReadDepth(MemorySegment context) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = ibv_device_attr.allocate(a);
+            int rc = RdmaBindings.ibv_query_device(context, attr);
+            if (rc != 0) {
+                throw new NativeCallException("ibv_query_device", Math.abs(rc));
+            }
+            return Math.min(ibv_device_attr.max_qp_rd_atom(attr), ibv_device_attr.max_qp_init_rd_atom(attr));
+        }
+    }
+
+    /** {@code ibv_wc_status_str(status)}, e.g. {@code remote access error}. */
+    public static String completionStatus(int status) {
+        return RdmaBindings.ibv_wc_status_str(status).reinterpret(64).getString(0);
+    }
+}
