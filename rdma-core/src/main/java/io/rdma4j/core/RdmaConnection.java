@@ -9,7 +9,8 @@ import java.util.concurrent.CompletableFuture;
 /**
  * A reliable connection to one peer. One-sided {@link #read}/{@link #write} reach the peer's registered
  * regions without involving the peer's application; {@link #send}/{@link #receive} carry small control
- * messages (up to {@link TransportConfig#maxMessageSize()}), in order.
+ * messages (up to {@link TransportConfig#maxMessageSize()}), in order; {@link #request} sends a request to
+ * the peer listener's {@link RequestHandler} and completes with its reply.
  *
  * <p>Every operation is asynchronous. At most {@link TransportConfig#maxOutstandingOperations()} are in
  * flight per connection: beyond that the calling thread waits (back-pressure), and fails with
@@ -65,6 +66,47 @@ public interface RdmaConnection extends AutoCloseable {
 
     /** The next message from the peer, in the order sent. Fails with the cause once the connection closes. */
     CompletableFuture<ByteBuffer> receive();
+
+    /**
+     * Sends a request of message {@code type} ({@link RequestTypes}) to the handler the peer's listener installed
+     * for it ({@link RdmaTransport#listen(InetSocketAddress, RequestHandlers)}), and completes with the reply body.
+     * Many requests may be in flight; replies are matched to requests whatever their order. {@code body} (at most
+     * {@link TransportConfig#maxMessageSize()} bytes, else {@link IllegalArgumentException}) is copied before return.
+     *
+     * <p>A request is an operation: it holds one of the connection's operation slots until its reply arrives,
+     * and a peer that does not reply within the operation timeout is treated as dead, as for any operation: the
+     * request fails with {@link RdmaTimeoutException} and the connection closes. Fails with
+     * {@link RemoteRequestException} when the peer answered with an error (unknown type, refused, handler failed,
+     * reply too large, busy), {@link ConnectionClosedException} when the connection closed first.
+     */
+    CompletableFuture<ByteBuffer> request(int type, ByteBuffer body);
+
+    /** Sends a request; see {@link #request(int, ByteBuffer)}. */
+    default CompletableFuture<ByteBuffer> request(int type, byte[] body) {
+        return request(type, ByteBuffer.wrap(body));
+    }
+
+    /**
+     * {@link #request} that returns the reply, for callers that have nothing else to do meanwhile. Throws what
+     * the request's future fails with; an interrupt ends the wait with an {@link RdmaException} (the flag stays
+     * set) and leaves the request to finish on its own.
+     */
+    default ByteBuffer requestAndWait(int type, ByteBuffer body) {
+        CompletableFuture<ByteBuffer> reply = request(type, body);
+        try {
+            return reply.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RdmaException("interrupted while waiting for the reply to a request of type 0x"
+                    + Integer.toHexString(type) + " on " + this, e);
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable cause = e.getCause();
+            while (cause instanceof java.util.concurrent.CompletionException && cause.getCause() != null) {
+                cause = cause.getCause();
+            }
+            throw cause instanceof RuntimeException r ? r : new RdmaException(String.valueOf(cause), cause);
+        }
+    }
 
     InetSocketAddress remoteAddress();
 

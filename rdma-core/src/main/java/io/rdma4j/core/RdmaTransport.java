@@ -72,8 +72,22 @@ public interface RdmaTransport extends AutoCloseable {
      */
     RegisteredRegion registerFile(Path file, long length, Arena arena);
 
-    /** Listens on {@code address} (port 0 picks a free one); peers may connect and access regions. */
-    RdmaListener listen(InetSocketAddress address, Consumer<RdmaConnection> onAccept);
+    /**
+     * Listens on {@code address} (port 0 picks a free one); peers may connect and access regions, and their
+     * requests ({@link RdmaConnection#request}) are answered by {@code handlers}. {@code onAccept} receives each
+     * connection for two-sided messaging.
+     */
+    RdmaListener listen(InetSocketAddress address, RequestHandlers handlers, Consumer<RdmaConnection> onAccept);
+
+    /** Listens without request handlers; see {@link #listen(InetSocketAddress, RequestHandlers, Consumer)}. */
+    default RdmaListener listen(InetSocketAddress address, Consumer<RdmaConnection> onAccept) {
+        return listen(address, RequestHandlers.none(), onAccept);
+    }
+
+    /** Listens and answers requests with {@code handlers}; the connections need no other attention. */
+    default RdmaListener listen(InetSocketAddress address, RequestHandlers handlers) {
+        return listen(address, handlers, connection -> { });
+    }
 
     /** Listens without an accept handler: peers can still read/write regions one-sided. */
     default RdmaListener listen(InetSocketAddress address) {

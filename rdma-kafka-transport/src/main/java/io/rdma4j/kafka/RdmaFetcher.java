@@ -5,11 +5,12 @@ import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RemoteAccessException;
+import io.rdma4j.core.RequestTypes;
 import io.rdma4j.core.pool.PoolConfig;
 import io.rdma4j.core.pool.PooledBuffer;
 import io.rdma4j.core.pool.RegisteredBufferPool;
 import io.rdma4j.kafka.protocol.BatchHeaders;
-import io.rdma4j.kafka.protocol.DirectoryProtocol;
+import io.rdma4j.kafka.protocol.SegmentDirectory;
 import io.rdma4j.kafka.protocol.Watermark;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
@@ -70,7 +71,7 @@ final class RdmaFetcher implements AutoCloseable {
 
     private static final class PartitionState {
         io.rdma4j.core.RegionDescriptor watermark;
-        List<DirectoryProtocol.Segment> segments = List.of();
+        List<SegmentDirectory.Segment> segments = List.of();
         long cursorOffset = -1;
         long cursorSegmentBase;
         long cursorPosition;
@@ -149,7 +150,7 @@ final class RdmaFetcher implements AutoCloseable {
             return new Records<K, V>(List.of(), position, Optional.empty());
         }
         for (int hops = 0; hops < 4; hops++) {
-            DirectoryProtocol.Segment seg = segment(st, st.cursorSegmentBase);
+            SegmentDirectory.Segment seg = segment(st, st.cursorSegmentBase);
             if (seg == null || seg.baseOffset() > w.hwSegmentBase()
                     || (seg.baseOffset() < w.hwSegmentBase() && !seg.complete())
                     || (seg.baseOffset() == w.hwSegmentBase() && w.hwPosition() > seg.exportedLength())) {
@@ -168,7 +169,7 @@ final class RdmaFetcher implements AutoCloseable {
                 if (seg.baseOffset() == w.hwSegmentBase()) {
                     return new Records<K, V>(List.of(), position, Optional.empty());
                 }
-                DirectoryProtocol.Segment next = nextSegment(st, seg.baseOffset());
+                SegmentDirectory.Segment next = nextSegment(st, seg.baseOffset());
                 if (next == null) {
                     st.segments = List.of(); // Refresh on the next hop.
                     st.cursorSegmentBase = seg.baseOffset() + 1;
@@ -183,7 +184,7 @@ final class RdmaFetcher implements AutoCloseable {
         return new Fallback("segment directory of " + tp + " keeps changing");
     }
 
-    private <K, V> Result readBatches(RdmaConnection c, TopicPartition tp, PartitionState st, DirectoryProtocol.Segment seg,
+    private <K, V> Result readBatches(RdmaConnection c, TopicPartition tp, PartitionState st, SegmentDirectory.Segment seg,
                                       long validEnd, long position, int maxRecords, int maxBytes,
                                       Deserializer<K> keys, Deserializer<V> values) {
         long length = Math.min(validEnd - st.cursorPosition, Math.max(maxBytes, BatchHeaders.LOG_OVERHEAD));
@@ -249,7 +250,7 @@ final class RdmaFetcher implements AutoCloseable {
         }
     }
 
-    private PooledBuffer read(RdmaConnection c, DirectoryProtocol.Segment seg, long offset, long length) {
+    private PooledBuffer read(RdmaConnection c, SegmentDirectory.Segment seg, long offset, long length) {
         PooledBuffer buffer = pool.acquire(length);
         try {
             c.readAndWait(seg.region(), offset, buffer.segment());
@@ -318,9 +319,9 @@ final class RdmaFetcher implements AutoCloseable {
 
     private PartitionState directory(RdmaConnection c, TopicPartition tp, long fromOffset) {
         directoryRequests.increment();
-        await(c.send(new DirectoryProtocol.Request(tp.topic(), tp.partition(), fromOffset).toBytes()));
-        DirectoryProtocol.Response r = DirectoryProtocol.Response.fromBytes(await(c.receive()));
-        if (r.status() != DirectoryProtocol.Status.OK || r.segments().isEmpty()) {
+        SegmentDirectory.Response r = SegmentDirectory.Response.fromBytes(c.requestAndWait(RequestTypes.KAFKA_DIRECTORY,
+                ByteBuffer.wrap(new SegmentDirectory.Request(tp.topic(), tp.partition(), fromOffset).toBytes())));
+        if (r.status() != SegmentDirectory.Status.OK || r.segments().isEmpty()) {
             states.remove(tp);
             return null;
         }
@@ -334,8 +335,8 @@ final class RdmaFetcher implements AutoCloseable {
         return st;
     }
 
-    private static DirectoryProtocol.Segment segment(PartitionState st, long base) {
-        for (DirectoryProtocol.Segment s : st.segments) {
+    private static SegmentDirectory.Segment segment(PartitionState st, long base) {
+        for (SegmentDirectory.Segment s : st.segments) {
             if (s.baseOffset() == base) {
                 return s;
             }
@@ -343,30 +344,13 @@ final class RdmaFetcher implements AutoCloseable {
         return null;
     }
 
-    private static DirectoryProtocol.Segment nextSegment(PartitionState st, long base) {
-        for (DirectoryProtocol.Segment s : st.segments) {
+    private static SegmentDirectory.Segment nextSegment(PartitionState st, long base) {
+        for (SegmentDirectory.Segment s : st.segments) {
             if (s.baseOffset() > base) {
                 return s;
             }
         }
         return null;
-    }
-
-    private <T> T await(java.util.concurrent.CompletableFuture<T> f) {
-        try {
-            return f.get(transport.config().operationTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new RdmaException("interrupted", e);
-        } catch (java.util.concurrent.ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException re) {
-                throw re;
-            }
-            throw new RdmaException(e.getCause().toString(), e.getCause());
-        } catch (java.util.concurrent.TimeoutException e) {
-            dropConnection();
-            throw new RdmaException("exporter did not answer in time");
-        }
     }
 
     private RdmaConnection connection() {

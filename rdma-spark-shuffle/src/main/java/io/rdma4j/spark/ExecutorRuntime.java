@@ -3,6 +3,9 @@ package io.rdma4j.spark;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaListener;
 import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RequestHandler;
+import io.rdma4j.core.RequestHandlers;
+import io.rdma4j.core.RequestTypes;
 import io.rdma4j.core.pool.RegisteredBufferPool;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
@@ -37,7 +40,7 @@ final class ExecutorRuntime implements AutoCloseable {
     private final RdmaListener listener;
     private final EndpointRegistry registry;
     private final Map<String, RdmaConnection> connections = new ConcurrentHashMap<>();
-    private final Map<DescribedKey, DescribeProtocol.MapOutput> described = new ConcurrentHashMap<>();
+    private final Map<DescribedKey, DescribeMapOutputs.MapOutput> described = new ConcurrentHashMap<>();
 
     private ExecutorRuntime(RdmaShuffleConf conf, RdmaTransport transport, RegisteredBufferPool pool, MapOutputPublisher publisher,
                             String executorId, RdmaListener listener, EndpointRegistry registry) {
@@ -59,7 +62,8 @@ final class ExecutorRuntime implements AutoCloseable {
             // device by address): the configured address wins over the block manager's host.
             String host = conf.transport().localAddress() != null ? conf.transport().localAddress()
                     : env.blockManager().blockManagerId().host();
-            RdmaListener listener = transport.listen(new InetSocketAddress(host, 0), publisher::serve);
+            RdmaListener listener = transport.listen(new InetSocketAddress(host, 0),
+                    RequestHandlers.of(RequestTypes.SPARK_DESCRIBE_MAP_OUTPUTS, RequestHandler.answering(publisher::describe)));
             EndpointRegistry registry = EndpointRegistry.connect(env);
             String executorId = env.executorId();
             registry.register(executorId, listener.localAddress());
@@ -119,33 +123,26 @@ final class ExecutorRuntime implements AutoCloseable {
         registry.forget(peerExecutorId);
     }
 
-    /**
-     * The region descriptors of the given map outputs on a peer, asking it for those not cached. The
-     * exchange holds the connection's monitor: replies come in request order only per exchange.
-     */
-    Map<Long, DescribeProtocol.MapOutput> describe(String peerExecutorId, RdmaConnection connection, int shuffleId, List<Long> mapIds)
+    /** The region descriptors of the given map outputs on a peer, asking it for those not cached. */
+    Map<Long, DescribeMapOutputs.MapOutput> describe(String peerExecutorId, RdmaConnection connection, int shuffleId, List<Long> mapIds)
             throws Exception {
-        Map<Long, DescribeProtocol.MapOutput> result = new HashMap<>();
+        Map<Long, DescribeMapOutputs.MapOutput> result = new HashMap<>();
         List<Long> missing = new java.util.ArrayList<>();
         for (long mapId : mapIds) {
-            DescribeProtocol.MapOutput known = described.get(new DescribedKey(peerExecutorId, shuffleId, mapId));
+            DescribeMapOutputs.MapOutput known = described.get(new DescribedKey(peerExecutorId, shuffleId, mapId));
             if (known != null) {
                 result.put(mapId, known);
             } else {
                 missing.add(mapId);
             }
         }
-        int perRequest = DescribeProtocol.maxMapsPerRequest(conf.transport().maxMessageSize());
-        long timeoutMs = conf.transport().operationTimeout().toMillis();
+        int perRequest = DescribeMapOutputs.maxMapsPerRequest(conf.transport().maxMessageSize());
         for (int from = 0; from < missing.size(); from += perRequest) {
             List<Long> chunk = missing.subList(from, Math.min(missing.size(), from + perRequest));
             long[] ids = chunk.stream().mapToLong(Long::longValue).toArray();
-            ByteBuffer reply;
-            synchronized (connection) {
-                connection.send(DescribeProtocol.encodeRequest(shuffleId, ids)).get(timeoutMs, TimeUnit.MILLISECONDS);
-                reply = connection.receive().get(timeoutMs, TimeUnit.MILLISECONDS);
-            }
-            for (DescribeProtocol.MapOutput o : DescribeProtocol.decodeReply(reply)) {
+            ByteBuffer reply = connection.requestAndWait(RequestTypes.SPARK_DESCRIBE_MAP_OUTPUTS,
+                    DescribeMapOutputs.encodeRequest(shuffleId, ids));
+            for (DescribeMapOutputs.MapOutput o : DescribeMapOutputs.decodeReply(reply)) {
                 result.put(o.mapId(), o);
                 if (o.present()) {
                     described.put(new DescribedKey(peerExecutorId, shuffleId, o.mapId()), o);

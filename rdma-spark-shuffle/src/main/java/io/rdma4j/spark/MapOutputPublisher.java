@@ -1,9 +1,9 @@
 package io.rdma4j.spark;
 
-import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegionDescriptor;
 import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.RequestContext;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -140,34 +140,10 @@ final class MapOutputPublisher implements AutoCloseable {
         return published.values().stream().mapToInt(Map::size).sum();
     }
 
-    /** Serves describe requests on an accepted connection until it closes. */
-    void serve(RdmaConnection connection) {
-        connection.receive().whenComplete((request, failure) -> {
-            if (failure != null) {
-                connection.close();
-                return;
-            }
-            ByteBuffer reply;
-            try {
-                reply = describe(request);
-            } catch (RuntimeException e) {
-                LOG.warn("rdma4j shuffle: bad describe request from {}: {}", connection.remoteAddress(), e.toString());
-                connection.close();
-                return;
-            }
-            connection.send(reply).whenComplete((ok, sendFailure) -> {
-                if (sendFailure != null) {
-                    connection.close();
-                } else {
-                    serve(connection);
-                }
-            });
-        });
-    }
-
-    private ByteBuffer describe(ByteBuffer request) {
-        DescribeProtocol.Request r = DescribeProtocol.decodeRequest(request);
-        List<DescribeProtocol.MapOutput> outputs = new ArrayList<>(r.mapIds().length);
+    /** Answers a peer's describe request, publishing the map outputs it names on first use. */
+    ByteBuffer describe(ByteBuffer request, RequestContext context) {
+        DescribeMapOutputs.Request r = DescribeMapOutputs.decodeRequest(request);
+        List<DescribeMapOutputs.MapOutput> outputs = new ArrayList<>(r.mapIds().length);
         for (long mapId : r.mapIds()) {
             Published p;
             try {
@@ -176,10 +152,10 @@ final class MapOutputPublisher implements AutoCloseable {
                 LOG.warn("rdma4j shuffle: cannot publish shuffle {} map {}: {}", r.shuffleId(), mapId, e.toString());
                 p = null;
             }
-            outputs.add(p == null ? DescribeProtocol.MapOutput.missing(mapId)
-                    : new DescribeProtocol.MapOutput(mapId, true, p.indexRegion(), p.dataRegion(), p.checksumRegion()));
+            outputs.add(p == null ? DescribeMapOutputs.MapOutput.missing(mapId)
+                    : new DescribeMapOutputs.MapOutput(mapId, true, p.indexRegion(), p.dataRegion(), p.checksumRegion()));
         }
-        return DescribeProtocol.encodeReply(outputs);
+        return DescribeMapOutputs.encodeReply(outputs);
     }
 
     @Override

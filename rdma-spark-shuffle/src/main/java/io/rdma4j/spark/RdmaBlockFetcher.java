@@ -192,7 +192,7 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     private List<Batch> batchesFrom(BlockManagerId peer, RdmaConnection connection, List<Wanted> wanted) throws PlanningFailed {
         String peerId = peer.executorId();
         Map<Long, List<Wanted>> byMap = byMap(wanted);
-        Map<Long, DescribeProtocol.MapOutput> outputs;
+        Map<Long, DescribeMapOutputs.MapOutput> outputs;
         try {
             outputs = runtime.describe(peerId, connection, shuffleId, new ArrayList<>(byMap.keySet()));
         } catch (Exception e) {
@@ -201,12 +201,12 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         }
         // One read of every map output's index (and checksum) entries for the requested partitions.
         List<ReadRequest> metaReads = new ArrayList<>();
-        record Meta(List<Wanted> blocks, DescribeProtocol.MapOutput output, int minReduce, int maxReduce, long indexAt, long checksumAt) { }
+        record Meta(List<Wanted> blocks, DescribeMapOutputs.MapOutput output, int minReduce, int maxReduce, long indexAt, long checksumAt) { }
         List<Meta> metas = new ArrayList<>();
         long metaBytes = 0;
         for (List<Wanted> blocks : byMap.values()) {
             Wanted first = blocks.getFirst();
-            DescribeProtocol.MapOutput output = outputs.get(first.blockId().mapId());
+            DescribeMapOutputs.MapOutput output = outputs.get(first.blockId().mapId());
             if (output == null || !output.present()) {
                 throw new PlanningFailed(new PlanFailure(peer, first, "executor " + peerId + " no longer has this map output", null));
             }

@@ -2,12 +2,19 @@ package io.rdma4j.core.internal;
 
 import io.rdma4j.core.Access;
 import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.Peer;
+import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTimeoutException;
 import io.rdma4j.core.ReadRequest;
 import io.rdma4j.core.RegionDescriptor;
 import io.rdma4j.core.RemoteAccessException;
+import io.rdma4j.core.RemoteRequestException;
+import io.rdma4j.core.RequestContext;
+import io.rdma4j.core.RequestHandler;
+import io.rdma4j.core.RequestHandlers;
+import io.rdma4j.core.RequestRefusedException;
 import io.rdma4j.core.metrics.OperationType;
 import io.rdma4j.core.spi.ConnectionEvents;
 import io.rdma4j.core.spi.ProviderConnection;
@@ -15,22 +22,36 @@ import io.rdma4j.core.spi.ProviderConnection;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
 /**
- * The provider-independent connection: checks, back-pressure, timeouts, splitting, metrics and the
- * inbox of two-sided messages.
+ * The provider-independent connection: checks, back-pressure, timeouts, splitting, metrics, the
+ * inbox of two-sided messages and the request/reply channel on top of them (every message carries a
+ * {@link MessageHeader}).
+ *
+ * <p>A peer may have at most max-outstanding-operations requests in this side's handlers at once; further
+ * requests get a {@link RemoteRequestException.Status#BUSY} reply and the connection stays open (a peer that
+ * runs the same rdma4j with the same limit never sees one: its requests hold operation slots until replied).
  */
 final class DefaultConnection implements RdmaConnection, ConnectionEvents {
+
+    private static final System.Logger LOG = System.getLogger(DefaultConnection.class.getName());
 
     /** A peer may queue this many unreceived messages; more means it ignores flow control. */
     static final int MAX_UNRECEIVED_MESSAGES = 4096;
@@ -45,10 +66,19 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
     private final ArrayDeque<ByteBuffer> inbox = new ArrayDeque<>();
     private final ArrayDeque<CompletableFuture<ByteBuffer>> waiters = new ArrayDeque<>();
     private volatile RdmaException closedCause;
+    private final RequestHandlers handlers;
+    private final Peer peer;
+    private final AtomicLong lastCorrelationId = new AtomicLong();
+    /** Requests sent and not yet answered; whoever removes one settles it. */
+    private final Map<Long, PendingRequest> pending = new ConcurrentHashMap<>();
+    /** The peer's requests this side's handlers have not answered yet. */
+    private final AtomicInteger serving = new AtomicInteger();
 
-    DefaultConnection(DefaultRdmaTransport transport, ProviderConnection pc) {
+    DefaultConnection(DefaultRdmaTransport transport, ProviderConnection pc, RequestHandlers handlers) {
         this.transport = transport;
         this.pc = pc;
+        this.handlers = handlers;
+        this.peer = new Peer(pc.remoteAddress(), transport.provider(), Optional.empty());
         this.permits = new Semaphore(transport.config().maxOutstandingOperations());
         this.timeout = transport.config().operationTimeout();
         this.timeoutNanos = timeout.toNanos();
@@ -417,8 +447,16 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
                 throw new IllegalArgumentException("message of " + size + " bytes exceeds max-message-size "
                         + transport.config().maxMessageSize());
             }
-            ByteBuffer copy = ByteBuffer.allocate(size).put(message.duplicate()).flip();
-            return start(OperationType.SEND, size, null, () -> pc.send(copy));
+            return sendFramed(MessageHeader.frame(MessageHeader.MESSAGE, 0, 0, 0, message), size);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    private CompletableFuture<Void> sendFramed(ByteBuffer framed, int bodySize) {
+        try {
+            checkOpen();
+            return start(OperationType.SEND, bodySize, null, () -> pc.send(framed));
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
@@ -442,7 +480,30 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
 
     @Override
     public void onMessage(ByteBuffer message) {
-        transport.metrics().recordCompleted(OperationType.RECEIVE, message.remaining(), 0, true);
+        MessageHeader header;
+        try {
+            header = MessageHeader.parse(message);
+        } catch (ProtocolException e) {
+            refuse(e);
+            return;
+        }
+        ByteBuffer body = message.slice();
+        transport.metrics().recordCompleted(OperationType.RECEIVE, body.remaining(), 0, true);
+        switch (header.kind()) {
+            case MessageHeader.REQUEST -> serve(header, body);
+            case MessageHeader.REPLY -> replied(header, body);
+            default -> deliver(body);
+        }
+    }
+
+    /** The peer broke the message protocol: count it, say so, and close as for any protocol violation. */
+    private void refuse(ProtocolException violation) {
+        transport.metrics().recordRejected();
+        LOG.log(System.Logger.Level.WARNING, "closing " + this + ": " + violation.getMessage());
+        closeWith(violation);
+    }
+
+    private void deliver(ByteBuffer message) {
         CompletableFuture<ByteBuffer> waiter;
         synchronized (inbox) {
             waiter = waiters.pollFirst();
@@ -470,16 +531,26 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         RdmaException reason = cause instanceof RdmaException r ? r
                 : new ConnectionClosedException("connection to " + pc.remoteAddress() + " failed", cause);
         List<CompletableFuture<ByteBuffer>> toFail;
+        List<PendingRequest> unanswered = new ArrayList<>();
         synchronized (inbox) {
             if (closedCause == null) {
                 closedCause = reason;
             }
             toFail = new ArrayList<>(waiters);
             waiters.clear();
+            for (Long id : List.copyOf(pending.keySet())) {
+                PendingRequest p = pending.remove(id);
+                if (p != null) {
+                    unanswered.add(p);
+                }
+            }
         }
         RdmaException failure = closed(closedCause);
         for (CompletableFuture<ByteBuffer> w : toFail) {
             transport.completions().execute(() -> w.completeExceptionally(failure));
+        }
+        for (PendingRequest p : unanswered) {
+            p.settle(null, failure);
         }
         transport.connectionClosed(this);
     }
@@ -487,6 +558,190 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
     private static RdmaException closed(RdmaException cause) {
         return cause instanceof ConnectionClosedException || cause instanceof RdmaTimeoutException ? cause
                 : new ConnectionClosedException("connection closed: " + cause.getMessage(), cause);
+    }
+
+    // ---- requests and replies ----
+
+    @Override
+    public CompletableFuture<ByteBuffer> request(int type, ByteBuffer body) {
+        try {
+            checkOpen();
+            int size = body.remaining();
+            int max = transport.config().maxMessageSize();
+            if (size > max) {
+                throw new IllegalArgumentException("request body of " + size + " bytes exceeds max-message-size " + max
+                        + "; send less per request or raise max-message-size on both peers");
+            }
+            long id = lastCorrelationId.incrementAndGet();
+            ByteBuffer framed = MessageHeader.frame(MessageHeader.REQUEST, 0, type, id, body);
+            acquirePermit();
+            outstanding.incrementAndGet();
+            transport.metrics().operationStarted();
+            PendingRequest p = new PendingRequest(id, type, size);
+            p.timer = transport.timers().schedule(p::onTimeout, timeoutNanos, TimeUnit.NANOSECONDS);
+            RdmaException closedBefore;
+            synchronized (inbox) {
+                closedBefore = closedCause;
+                if (closedBefore == null) {
+                    pending.put(id, p);
+                }
+            }
+            if (closedBefore != null) {
+                p.settle(null, closed(closedBefore));
+                return p.result;
+            }
+            CompletableFuture<Void> sent;
+            try {
+                sent = pc.send(framed);
+            } catch (RuntimeException e) {
+                sent = CompletableFuture.failedFuture(e);
+            }
+            sent.whenComplete((v, error) -> {
+                if (error != null && pending.remove(id, p)) {
+                    p.settle(null, unwrap(error));
+                }
+            });
+            return p.result;
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /** A request waiting for its reply: it holds an operation slot until settled, exactly once. */
+    private final class PendingRequest {
+        private final long id;
+        private final int type;
+        private final int bytes;
+        private final long startNanos = System.nanoTime();
+        private final CompletableFuture<ByteBuffer> result = new CompletableFuture<>();
+        private volatile ScheduledFuture<?> timer;
+        private volatile RdmaTimeoutException timedOut;
+
+        PendingRequest(long id, int type, int bytes) {
+            this.id = id;
+            this.type = type;
+            this.bytes = bytes;
+        }
+
+        void onTimeout() {
+            if (pending.get(id) != this) {
+                return; // answered (or failed) as the timer fired
+            }
+            timedOut = new RdmaTimeoutException("request of type 0x" + Integer.toHexString(type) + " got no reply within "
+                    + timeout + "; closing " + DefaultConnection.this + " (peer unresponsive)");
+            closeWith(timedOut);
+        }
+
+        void settle(ByteBuffer reply, Throwable failure) {
+            ScheduledFuture<?> t = timer;
+            if (t != null) {
+                t.cancel(false);
+            }
+            outstanding.decrementAndGet();
+            permits.release();
+            Throwable cause = failure != null && timedOut != null ? timedOut : failure;
+            transport.metrics().operationFinished(OperationType.SEND, bytes, System.nanoTime() - startNanos, cause == null);
+            transport.completions().execute(() -> {
+                if (cause == null) {
+                    result.complete(reply);
+                } else {
+                    result.completeExceptionally(cause);
+                }
+            });
+        }
+    }
+
+    private void replied(MessageHeader header, ByteBuffer body) {
+        PendingRequest p = pending.remove(header.correlationId());
+        if (p == null || p.type != header.type()) {
+            ProtocolException violation = new ProtocolException("peer replied to request " + header.correlationId()
+                    + " of type 0x" + Integer.toHexString(header.type()) + ", which is not in flight on this connection");
+            refuse(violation);
+            if (p != null) {
+                p.settle(null, closed(violation));
+            }
+            return;
+        }
+        if (header.status() == MessageHeader.OK) {
+            p.settle(body.asReadOnlyBuffer(), null);
+            return;
+        }
+        RemoteRequestException.Status status = header.errorStatus();
+        String reason = StandardCharsets.UTF_8.decode(body).toString();
+        p.settle(null, new RemoteRequestException(status, reason, pc.remoteAddress() + " answered the request of type 0x"
+                + Integer.toHexString(p.type) + " with " + status + ": " + reason));
+    }
+
+    /** A peer's request: handed to its handler on a completion thread, never run on the provider's thread. */
+    private void serve(MessageHeader header, ByteBuffer body) {
+        RequestHandler handler = handlers.handler(header.type());
+        if (handler == null) {
+            replyLater(MessageHeader.errorReply(header.type(), header.correlationId(), RemoteRequestException.Status.UNKNOWN_TYPE,
+                    "no handler for request type 0x" + Integer.toHexString(header.type()) + " at " + pc.localAddress()
+                            + "; check that the peer runs the component that serves it"), 0);
+            return;
+        }
+        int limit = transport.config().maxOutstandingOperations();
+        if (serving.incrementAndGet() > limit) {
+            serving.decrementAndGet();
+            replyLater(MessageHeader.errorReply(header.type(), header.correlationId(), RemoteRequestException.Status.BUSY,
+                    "more than " + limit + " requests of this connection are in progress; wait for replies before sending more"), 0);
+            return;
+        }
+        ByteBuffer request = body.asReadOnlyBuffer();
+        transport.completions().execute(() -> {
+            CompletionStage<ByteBuffer> reply;
+            try {
+                reply = handler.handle(request, new RequestContext(header.type(), peer));
+                if (reply == null) {
+                    reply = CompletableFuture.failedFuture(new NullPointerException("the handler returned no reply stage"));
+                }
+            } catch (Throwable e) {
+                reply = CompletableFuture.failedFuture(e);
+            }
+            reply.whenComplete((answer, error) -> transport.completions().execute(() -> {
+                serving.decrementAndGet();
+                ByteBuffer framed = replyTo(header, answer, error);
+                sendFramed(framed, framed.remaining() - MessageHeader.SIZE).whenComplete((v, sendFailure) -> {
+                    if (sendFailure != null) {
+                        LOG.log(System.Logger.Level.DEBUG, "reply to " + peer.address() + " not sent: " + sendFailure);
+                    }
+                });
+            }));
+        });
+    }
+
+    private void replyLater(ByteBuffer framed, int bodySize) {
+        transport.completions().execute(() -> sendFramed(framed, bodySize));
+    }
+
+    /** The framed reply to a handler's outcome; failures become error replies that reveal no internals. */
+    private ByteBuffer replyTo(MessageHeader request, ByteBuffer answer, Throwable error) {
+        int type = request.type();
+        long id = request.correlationId();
+        String what = "request of type 0x" + Integer.toHexString(type) + " from " + peer.address();
+        if (error != null) {
+            Throwable cause = unwrap(error);
+            if (cause instanceof RequestRefusedException || cause instanceof ProtocolException) {
+                return MessageHeader.errorReply(type, id, RemoteRequestException.Status.REFUSED, String.valueOf(cause.getMessage()));
+            }
+            LOG.log(System.Logger.Level.WARNING, "the handler of a " + what + " failed", cause);
+            return MessageHeader.errorReply(type, id, RemoteRequestException.Status.HANDLER_FAILED, "the handler failed ("
+                    + cause.getClass().getSimpleName() + "); its details are in the serving side's log");
+        }
+        if (answer == null) {
+            LOG.log(System.Logger.Level.WARNING, "the handler of a " + what + " completed with no reply");
+            return MessageHeader.errorReply(type, id, RemoteRequestException.Status.HANDLER_FAILED,
+                    "the handler completed with no reply; its details are in the serving side's log");
+        }
+        int max = transport.config().maxMessageSize();
+        if (answer.remaining() > max) {
+            LOG.log(System.Logger.Level.WARNING, "the reply of " + answer.remaining() + " bytes to a " + what
+                    + " exceeds max-message-size " + max);
+            return MessageHeader.errorReply(type, id, RemoteRequestException.Status.TOO_LARGE, "the reply of "
+                    + answer.remaining() + " bytes exceeds the serving side's max-message-size " + max);
+        }
+        return MessageHeader.frame(MessageHeader.REPLY, MessageHeader.OK, type, id, answer);
     }
 
     // ---- lifecycle ----

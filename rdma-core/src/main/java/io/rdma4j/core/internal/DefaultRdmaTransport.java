@@ -8,6 +8,7 @@ import io.rdma4j.core.RdmaListener;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegisteredRegion;
 import io.rdma4j.core.RegistrationException;
+import io.rdma4j.core.RequestHandlers;
 import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.metrics.TransportMetrics;
 import io.rdma4j.core.pool.PoolConfig;
@@ -66,9 +67,21 @@ public final class DefaultRdmaTransport implements RdmaTransport {
     }
 
     public static RdmaTransport open(TransportConfig config) {
-        DefaultRdmaTransport t = new DefaultRdmaTransport(config, ProviderRegistry.open(config));
+        DefaultRdmaTransport t = new DefaultRdmaTransport(config, ProviderRegistry.open(providerConfig(config)));
         LOG.log(System.Logger.Level.INFO, "rdma4j transport on provider " + t.selection);
         return t;
+    }
+
+    /**
+     * The config the provider is opened with: its messages carry the transport's {@link MessageHeader} in front
+     * of up to max-message-size bytes of body.
+     */
+    static TransportConfig providerConfig(TransportConfig config) {
+        if (config.maxMessageSize() > Integer.MAX_VALUE - MessageHeader.SIZE) {
+            throw new IllegalArgumentException("max-message-size " + config.maxMessageSize() + " leaves no room for the "
+                    + MessageHeader.SIZE + "-byte message header; use at most " + (Integer.MAX_VALUE - MessageHeader.SIZE));
+        }
+        return config.toBuilder().maxMessageSize(config.maxMessageSize() + MessageHeader.SIZE).build();
     }
 
     @Override
@@ -193,14 +206,15 @@ public final class DefaultRdmaTransport implements RdmaTransport {
     }
 
     @Override
-    public RdmaListener listen(InetSocketAddress address, Consumer<RdmaConnection> onAccept) {
+    public RdmaListener listen(InetSocketAddress address, RequestHandlers handlers, Consumer<RdmaConnection> onAccept) {
         checkOpen();
+        java.util.Objects.requireNonNull(handlers, "handlers");
         ProviderListener pl = provider.listen(address, pc -> {
             if (closed.get()) {
                 pc.close();
                 return;
             }
-            DefaultConnection c = adopt(pc);
+            DefaultConnection c = adopt(pc, handlers);
             completions.execute(() -> {
                 try {
                     onAccept.accept(c);
@@ -232,11 +246,11 @@ public final class DefaultRdmaTransport implements RdmaTransport {
     @Override
     public CompletableFuture<RdmaConnection> connect(InetSocketAddress address) {
         checkOpen();
-        return CompletableFuture.supplyAsync(() -> adopt(provider.connect(address, config.connectTimeout())), completions);
+        return CompletableFuture.supplyAsync(() -> adopt(provider.connect(address, config.connectTimeout()), RequestHandlers.none()), completions);
     }
 
-    private DefaultConnection adopt(ProviderConnection pc) {
-        DefaultConnection c = new DefaultConnection(this, pc);
+    private DefaultConnection adopt(ProviderConnection pc, RequestHandlers handlers) {
+        DefaultConnection c = new DefaultConnection(this, pc, handlers);
         connections.add(c);
         metrics.connectionOpened();
         pc.start(c);

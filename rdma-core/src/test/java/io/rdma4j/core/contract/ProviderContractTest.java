@@ -2,13 +2,20 @@ package io.rdma4j.core.contract;
 
 import io.rdma4j.core.Access;
 import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.Peer;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaListener;
+import io.rdma4j.core.RdmaTimeoutException;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.ReadRequest;
 import io.rdma4j.core.RegionDescriptor;
 import io.rdma4j.core.RegisteredRegion;
 import io.rdma4j.core.RemoteAccessException;
+import io.rdma4j.core.RemoteRequestException;
+import io.rdma4j.core.RequestHandler;
+import io.rdma4j.core.RequestHandlers;
+import io.rdma4j.core.RequestRefusedException;
+import io.rdma4j.core.RequestTypes;
 import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.metrics.OperationType;
 import org.junit.jupiter.api.AfterEach;
@@ -32,6 +39,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
@@ -777,5 +785,188 @@ public abstract class ProviderContractTest {
         }
         assertThat(server.metrics().registeredRegions()).isEqualTo(1);
         assertThat(server.metrics().registeredBytes()).isEqualTo(8192);
+    }
+
+    // ---- requests and replies ----
+
+    private static final int ECHO = RequestTypes.FIRST_APPLICATION_TYPE;
+    private static final int DEFERRED = RequestTypes.FIRST_APPLICATION_TYPE + 1;
+    private static final int FAILING = RequestTypes.FIRST_APPLICATION_TYPE + 2;
+    private static final int REFUSING = RequestTypes.FIRST_APPLICATION_TYPE + 3;
+    private static final int OVERSIZED = RequestTypes.FIRST_APPLICATION_TYPE + 4;
+    private static final int SILENT = RequestTypes.FIRST_APPLICATION_TYPE + 5;
+
+    /** Requests of type DEFERRED wait here until the test answers them. */
+    protected final BlockingQueue<CompletableFuture<ByteBuffer>> deferred = new LinkedBlockingQueue<>();
+    protected final AtomicReference<Peer> lastPeer = new AtomicReference<>();
+
+    private RequestHandlers testHandlers() {
+        return RequestHandlers
+                .of(ECHO, RequestHandler.answering((body, context) -> {
+                    lastPeer.set(context.peer());
+                    return body;
+                }))
+                .and(DEFERRED, (body, context) -> {
+                    CompletableFuture<ByteBuffer> answer = new CompletableFuture<>();
+                    deferred.add(answer);
+                    return answer.thenApply(ignored -> body);
+                })
+                .and(FAILING, (body, context) -> {
+                    throw new IllegalStateException("secret internals");
+                })
+                .and(REFUSING, (body, context) -> CompletableFuture.failedFuture(new RequestRefusedException("no such thing here")))
+                .and(OVERSIZED, RequestHandler.answering((body, context) -> ByteBuffer.allocate(config().maxMessageSize() + 1)))
+                .and(SILENT, (body, context) -> new CompletableFuture<>());
+    }
+
+    /** A connection from {@code from} to a listener of {@link #server} that serves the test's request types. */
+    protected RdmaConnection connectToHandlers(RdmaTransport from, BlockingQueue<RdmaConnection> acceptedHere) throws Exception {
+        RdmaListener serving = server.listen(listenAddress(), testHandlers(), acceptedHere::add);
+        return from.connect(serving.localAddress()).get(WAIT_SECONDS, TimeUnit.SECONDS);
+    }
+
+    private static ByteBuffer text(String s) {
+        return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static String text(ByteBuffer b) {
+        return StandardCharsets.UTF_8.decode(b).toString();
+    }
+
+    @Test
+    void requestRoundTripsUpToTheMaxSizeAndTheHandlerSeesThePeer() throws Exception {
+        RdmaConnection c = connectToHandlers(client, new LinkedBlockingQueue<>());
+        assertThat(text(await(c.request(ECHO, text("hello"))))).isEqualTo("hello");
+        Peer peer = lastPeer.get();
+        assertThat(peer.address().getAddress()).isEqualTo(c.localAddress().getAddress());
+        assertThat(peer.provider()).isEqualTo(expectedProvider());
+        assertThat(peer.principal()).isEmpty();
+
+        byte[] big = new byte[config().maxMessageSize()];
+        new Random(11).nextBytes(big);
+        ByteBuffer reply = await(c.request(ECHO, big));
+        byte[] copy = new byte[reply.remaining()];
+        reply.get(copy);
+        assertThat(copy).isEqualTo(big);
+        assertThat(text(c.requestAndWait(ECHO, text("")))).isEmpty();
+        assertThat(c.outstandingOperations()).isZero();
+    }
+
+    @Test
+    void manyRequestsInFlightGetTheirOwnRepliesInAnotherOrder() throws Exception {
+        RdmaConnection c = connectToHandlers(client, new LinkedBlockingQueue<>());
+        int count = 64;
+        List<CompletableFuture<ByteBuffer>> replies = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            replies.add(c.request(DEFERRED, text("request " + i)));
+        }
+        List<CompletableFuture<ByteBuffer>> answers = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            CompletableFuture<ByteBuffer> a = deferred.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+            assertThat(a).as("request " + i + " reached its handler").isNotNull();
+            answers.add(a);
+        }
+        assertThat(c.outstandingOperations()).isEqualTo(count);
+        for (int i = count - 1; i >= 0; i--) {
+            answers.get(i).complete(null);
+        }
+        for (int i = 0; i < count; i++) {
+            assertThat(text(await(replies.get(i)))).isEqualTo("request " + i);
+        }
+        assertThat(c.outstandingOperations()).isZero();
+    }
+
+    @Test
+    void errorRepliesCarryTheStatusAndASafeReasonAndKeepTheConnection() throws Exception {
+        RdmaConnection c = connectToHandlers(client, new LinkedBlockingQueue<>());
+        Throwable refused = failureOf(c.request(REFUSING, text("x")));
+        assertThat(refused).isInstanceOf(RemoteRequestException.class).hasMessageContaining("no such thing here");
+        assertThat(((RemoteRequestException) refused).status()).isEqualTo(RemoteRequestException.Status.REFUSED);
+        assertThat(((RemoteRequestException) refused).reason()).isEqualTo("no such thing here");
+
+        Throwable failed = failureOf(c.request(FAILING, text("x")));
+        assertThat(failed).isInstanceOf(RemoteRequestException.class).hasMessageContaining("IllegalStateException")
+                .hasMessageNotContaining("secret internals");
+        assertThat(((RemoteRequestException) failed).status()).isEqualTo(RemoteRequestException.Status.HANDLER_FAILED);
+
+        Throwable tooLarge = failureOf(c.request(OVERSIZED, text("x")));
+        assertThat(tooLarge).isInstanceOf(RemoteRequestException.class).hasMessageContaining("max-message-size");
+        assertThat(((RemoteRequestException) tooLarge).status()).isEqualTo(RemoteRequestException.Status.TOO_LARGE);
+
+        assertThat(c.isOpen()).isTrue();
+        assertThat(text(await(c.request(ECHO, text("still here"))))).isEqualTo("still here");
+    }
+
+    @Test
+    void requestsOfUnknownTypesAreAnsweredAsUnknownInBothDirections() throws Exception {
+        BlockingQueue<RdmaConnection> acceptedHere = new LinkedBlockingQueue<>();
+        RdmaConnection c = connectToHandlers(client, acceptedHere);
+        Throwable unknown = failureOf(c.request(RequestTypes.FIRST_APPLICATION_TYPE + 99, text("x")));
+        assertThat(unknown).isInstanceOf(RemoteRequestException.class).hasMessageContaining("0x10063");
+        assertThat(((RemoteRequestException) unknown).status()).isEqualTo(RemoteRequestException.Status.UNKNOWN_TYPE);
+        // The connecting side installed no handlers: the listener's side gets the same answer.
+        RdmaConnection serverSide = acceptedHere.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertThat(serverSide).isNotNull();
+        Throwable back = failureOf(serverSide.request(ECHO, text("x")));
+        assertThat(((RemoteRequestException) back).status()).isEqualTo(RemoteRequestException.Status.UNKNOWN_TYPE);
+        assertThat(c.isOpen()).isTrue();
+    }
+
+    @Test
+    void oversizedRequestIsRefusedLocally() throws Exception {
+        RdmaConnection c = connectToHandlers(client, new LinkedBlockingQueue<>());
+        assertThat(failureOf(c.request(ECHO, new byte[config().maxMessageSize() + 1])))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("max-message-size " + config().maxMessageSize());
+        assertThat(c.outstandingOperations()).isZero();
+        assertThat(text(await(c.request(ECHO, text("fine"))))).isEqualTo("fine");
+    }
+
+    @Test
+    void requestToAHandlerThatNeverAnswersTimesOutAndClosesTheConnection() throws Exception {
+        try (RdmaTransport impatient = RdmaTransport.open(config().toBuilder().operationTimeout(java.time.Duration.ofSeconds(1)).build())) {
+            RdmaConnection c = connectToHandlers(impatient, new LinkedBlockingQueue<>());
+            long start = System.nanoTime();
+            assertThat(failureOf(c.request(SILENT, text("x")))).isInstanceOf(RdmaTimeoutException.class)
+                    .hasMessageContaining("no reply within");
+            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isGreaterThanOrEqualTo(900);
+            eventually("the connection is closed", () -> !c.isOpen());
+            assertThat(c.outstandingOperations()).isZero();
+            assertThat(failureOf(c.request(ECHO, text("x")))).isInstanceOf(RdmaTimeoutException.class);
+        }
+    }
+
+    @Test
+    void closingTheConnectionFailsPendingRequests() throws Exception {
+        RdmaConnection c = connectToHandlers(client, new LinkedBlockingQueue<>());
+        List<CompletableFuture<ByteBuffer>> pending = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            pending.add(c.request(SILENT, text("x")));
+        }
+        eventually("the requests are in flight", () -> c.outstandingOperations() == 5);
+        c.close();
+        for (CompletableFuture<ByteBuffer> p : pending) {
+            assertThat(failureOf(p)).isInstanceOf(ConnectionClosedException.class);
+        }
+        assertThat(c.outstandingOperations()).isZero();
+        assertThat(failureOf(c.request(ECHO, text("x")))).isInstanceOf(ConnectionClosedException.class);
+    }
+
+    @Test
+    void plainMessagesStillFlowOnAConnectionThatCarriesRequests() throws Exception {
+        BlockingQueue<RdmaConnection> acceptedHere = new LinkedBlockingQueue<>();
+        RdmaConnection c = connectToHandlers(client, acceptedHere);
+        RdmaConnection serverSide = acceptedHere.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertThat(serverSide).isNotNull();
+        List<CompletableFuture<ByteBuffer>> replies = new ArrayList<>();
+        for (int i = 0; i < 100; i++) {
+            c.send(text("message " + i));
+            replies.add(c.request(ECHO, text("request " + i)));
+        }
+        for (int i = 0; i < 100; i++) {
+            assertThat(text(await(serverSide.receive()))).isEqualTo("message " + i);
+            assertThat(text(await(replies.get(i)))).isEqualTo("request " + i);
+        }
+        await(serverSide.send(text("back")));
+        assertThat(text(await(c.receive()))).isEqualTo("back");
     }
 }

@@ -307,6 +307,100 @@ class TcpFaultTest {
         assertResponderStillServes();
     }
 
+    // ---- malformed message headers (the transport's control channel) ----
+
+    /** A SEND frame whose message is {@code message}: the raw peer writes the transport's header itself. */
+    private static ByteBuffer sendFrame(ByteBuffer message) {
+        ByteBuffer frame = ByteBuffer.allocate(TcpFrameCodec.HEADER_SIZE + message.remaining());
+        TcpFrameCodec.putHeader(frame, TcpFrameCodec.SEND, message.remaining(), 0);
+        return frame.put(message).flip();
+    }
+
+    private static ByteBuffer messageHeader(int version, int kind, int status, int reserved, int type, long correlationId) {
+        return ByteBuffer.allocate(16).put((byte) version).put((byte) kind).put((byte) status).put((byte) reserved)
+                .putInt(type).putLong(correlationId).flip();
+    }
+
+    @Test
+    void malformedMessageHeadersCloseTheConnectionAsProtocolViolations() throws Exception {
+        List<ByteBuffer> malformed = List.of(
+                ByteBuffer.allocate(15),                              // shorter than the header
+                messageHeader(2, 1, 0, 0, 0, 0),                      // another header version
+                messageHeader(1, 7, 0, 0, 0, 0),                      // unknown kind
+                messageHeader(1, 1, 0, 3, 0, 0),                      // reserved byte set
+                messageHeader(1, 1, 0, 0, 0, 12),                     // plain message with a correlation id
+                messageHeader(1, 2, 4, 0, 0x10000, 1),                // request with a status
+                messageHeader(1, 3, 0, 0, 0x10000, 77),               // reply to a request never sent
+                messageHeader(1, 3, 99, 0, 0x10000, 77));             // reply with an unknown status
+        for (ByteBuffer message : malformed) {
+            long before = server.metrics().rejectedRequests();
+            try (RawPeer peer = handshaken()) {
+                peer.send(sendFrame(message));
+                assertRejectedAndClosed(peer, before);
+            }
+        }
+    }
+
+    @Test
+    void requestAnsweredWithAMalformedReplyFailsWithProtocolExceptionInsteadOfHanging() throws Exception {
+        for (ByteBuffer reply : List.of(messageHeader(9, 3, 0, 0, 0x10000, 1), messageHeader(1, 3, 0, 0, 0x10000, 999),
+                messageHeader(1, 3, 0, 0, 0x10001, 1))) {
+            try (ServerSocket liar = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+                 RdmaTransport client = RdmaTransport.open(tcp(b -> { }))) {
+                CompletableFuture<RawPeer> accepted = acceptHandshaken(liar);
+                RdmaConnection c = client.connect(address(liar)).get(10, TimeUnit.SECONDS);
+                CompletableFuture<ByteBuffer> request = c.request(0x10000, new byte[] {1, 2, 3});
+                RawPeer peer = accepted.get(10, TimeUnit.SECONDS);
+                TcpFrameCodec.Message sent = (TcpFrameCodec.Message) peer.readFrame(null);
+                ByteBuffer header = sent.payload();
+                assertThat(header.get(0)).as("header version").isEqualTo((byte) 1);
+                assertThat(header.get(1)).as("request kind").isEqualTo((byte) 2);
+                assertThat(header.getInt(4)).as("type").isEqualTo(0x10000);
+                assertThat(header.getLong(8)).as("first correlation id").isEqualTo(1L);
+                peer.send(sendFrame(reply));
+                assertThat(failure(request)).isInstanceOf(ConnectionClosedException.class)
+                        .hasCauseInstanceOf(ProtocolException.class);
+                assertThat(c.isOpen()).isFalse();
+                assertThat(c.outstandingOperations()).isZero();
+                assertThat(peer.closedByPeer()).isTrue();
+                peer.close();
+            }
+        }
+    }
+
+    @Test
+    void aFloodOfRequestsBeyondTheLimitGetsBusyRepliesAndTheConnectionKeepsServing() throws Exception {
+        CompletableFuture<ByteBuffer> never = new CompletableFuture<>();
+        try (RdmaTransport limited = RdmaTransport.open(tcp(b -> b.maxOutstandingOperations(4)))) {
+            RdmaListener serving = limited.listen(LOOPBACK, io.rdma4j.core.RequestHandlers.of(0x10000, (body, context) -> never)
+                    .and(0x10001, io.rdma4j.core.RequestHandler.answering((body, context) -> body)));
+            try (RawPeer peer = RawPeer.connect(serving.localAddress())) {
+                peer.handshake(TcpFrameCodec.VERSION);
+                for (int i = 1; i <= 6; i++) {
+                    peer.send(sendFrame(messageHeader(1, 2, 0, 0, 0x10000, i)));
+                }
+                List<Long> busy = new ArrayList<>();
+                for (int i = 0; i < 2; i++) {
+                    ByteBuffer reply = ((TcpFrameCodec.Message) peer.readFrame(null)).payload();
+                    assertThat(reply.get(1)).as("reply kind").isEqualTo((byte) 3);
+                    assertThat(reply.get(2)).as("status BUSY").isEqualTo((byte) (io.rdma4j.core.RemoteRequestException.Status.BUSY.ordinal() + 1));
+                    busy.add(reply.getLong(8));
+                }
+                assertThat(busy).containsExactlyInAnyOrder(5L, 6L);
+                never.complete(ByteBuffer.wrap(new byte[] {42}));
+                for (int i = 0; i < 4; i++) {
+                    ByteBuffer reply = ((TcpFrameCodec.Message) peer.readFrame(null)).payload();
+                    assertThat(reply.get(2)).as("status OK").isZero();
+                    assertThat(reply.get(16)).isEqualTo((byte) 42);
+                }
+                peer.send(sendFrame(ByteBuffer.allocate(17).put(messageHeader(1, 2, 0, 0, 0x10001, 7)).put((byte) 5).flip()));
+                ByteBuffer echo = ((TcpFrameCodec.Message) peer.readFrame(null)).payload();
+                assertThat(echo.getLong(8)).isEqualTo(7L);
+                assertThat(echo.get(16)).isEqualTo((byte) 5);
+            }
+        }
+    }
+
     // ---- unresponsive or broken responders ----
 
     @Test

@@ -1,10 +1,14 @@
 package io.rdma4j.kafka.exporter;
 
-import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaListener;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegisteredRegion;
-import io.rdma4j.kafka.protocol.DirectoryProtocol;
+import io.rdma4j.core.RequestContext;
+import io.rdma4j.core.RequestHandler;
+import io.rdma4j.core.RequestHandlers;
+import io.rdma4j.core.RequestRefusedException;
+import io.rdma4j.core.RequestTypes;
+import io.rdma4j.kafka.protocol.SegmentDirectory;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
@@ -38,8 +42,9 @@ import java.util.regex.Pattern;
  * Exports a broker's log for one-sided reads: maps every partition's segment files read-only, registers
  * them, and publishes per partition a watermark record (high watermark with its byte position, log start
  * offset, last stable offset) learnt from the broker through the Admin API every
- * {@code rdma.exporter.watermark.interval.ms}. Consumers find segments through the directory protocol
- * on the rdma4j connection. The broker itself is not modified and never notices.
+ * {@code rdma.exporter.watermark.interval.ms}. Consumers find segments with a
+ * {@link RequestTypes#KAFKA_DIRECTORY} request ({@link SegmentDirectory}) on the rdma4j connection. The broker
+ * itself is not modified and never notices.
  */
 public final class LogExporter implements AutoCloseable {
 
@@ -88,7 +93,8 @@ public final class LogExporter implements AutoCloseable {
         adminProps.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, config.bootstrapServers());
         adminProps.putIfAbsent(AdminClientConfig.CLIENT_ID_CONFIG, "rdma4j-log-exporter");
         this.admin = Admin.create(adminProps);
-        this.listener = transport.listen(config.listenAddress(), this::serve);
+        this.listener = transport.listen(config.listenAddress(),
+                RequestHandlers.of(RequestTypes.KAFKA_DIRECTORY, RequestHandler.answering(this::answer)));
         this.refresher = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "rdma4j-log-exporter");
             t.setDaemon(true);
@@ -245,30 +251,18 @@ public final class LogExporter implements AutoCloseable {
         }
     }
 
-    private void serve(RdmaConnection connection) {
-        connection.receive().whenComplete((message, failure) -> {
-            if (failure != null || closed) {
-                connection.close();
-                return;
-            }
-            try {
-                connection.send(answer(message));
-                serve(connection);
-            } catch (RuntimeException e) {
-                LOG.debug("closing directory connection from {}: {}", connection.remoteAddress(), e.toString());
-                connection.close();
-            }
-        });
-    }
-
-    private byte[] answer(ByteBuffer message) {
+    private ByteBuffer answer(ByteBuffer message, RequestContext context) {
+        if (closed) {
+            throw new RequestRefusedException("the log exporter is closing; fetch through Kafka");
+        }
         directoryRequests.incrementAndGet();
-        DirectoryProtocol.Request request = DirectoryProtocol.Request.fromBytes(message);
+        SegmentDirectory.Request request = SegmentDirectory.Request.fromBytes(message);
         PartitionExport p = partitions.get(new TopicPartition(request.topic(), request.partition()));
         if (p == null) {
-            return new DirectoryProtocol.Response(DirectoryProtocol.Status.UNKNOWN_PARTITION, null, -1, java.util.List.of()).toBytes();
+            return ByteBuffer.wrap(new SegmentDirectory.Response(SegmentDirectory.Status.UNKNOWN_PARTITION, null, -1,
+                    java.util.List.of()).toBytes());
         }
-        return p.directory(request.fromOffset()).toBytes();
+        return ByteBuffer.wrap(p.directory(request.fromOffset()).toBytes());
     }
 
     @Override

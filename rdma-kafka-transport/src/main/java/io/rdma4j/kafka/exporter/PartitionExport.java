@@ -5,7 +5,7 @@ import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegisteredRegion;
 import io.rdma4j.core.RegistrationException;
 import io.rdma4j.kafka.protocol.BatchHeaders;
-import io.rdma4j.kafka.protocol.DirectoryProtocol;
+import io.rdma4j.kafka.protocol.SegmentDirectory;
 import io.rdma4j.kafka.protocol.Watermark;
 import org.apache.kafka.common.TopicPartition;
 
@@ -165,24 +165,24 @@ final class PartitionExport implements AutoCloseable {
     }
 
     /** Answers a directory request. */
-    synchronized DirectoryProtocol.Response directory(long fromOffset) {
+    synchronized SegmentDirectory.Response directory(long fromOffset) {
         var floor = segments.floorEntry(fromOffset);
         if (floor == null || published == null) {
-            return new DirectoryProtocol.Response(DirectoryProtocol.Status.OFFSET_NOT_EXPORTED, watermarkRegion.descriptor(), -1, List.of());
+            return new SegmentDirectory.Response(SegmentDirectory.Status.OFFSET_NOT_EXPORTED, watermarkRegion.descriptor(), -1, List.of());
         }
         ExportedSegment first = floor.getValue();
         long limit = first.baseOffset == published.hwSegmentBase() ? Math.min(published.hwPosition(), first.exportedLength)
                 : first.baseOffset < published.hwSegmentBase() ? first.exportedLength : 0;
         // The batch holding fromOffset: walk past every batch that ends below it.
         long start = BatchHeaders.walk(first.memory, 0, first.baseOffset, limit, fromOffset).bytePosition();
-        List<DirectoryProtocol.Segment> out = new ArrayList<>();
+        List<SegmentDirectory.Segment> out = new ArrayList<>();
         for (ExportedSegment s : segments.tailMap(floor.getKey(), true).values()) {
-            if (out.size() == DirectoryProtocol.MAX_SEGMENTS_PER_RESPONSE) {
+            if (out.size() == SegmentDirectory.MAX_SEGMENTS_PER_RESPONSE) {
                 break;
             }
-            out.add(new DirectoryProtocol.Segment(s.baseOffset, s.exportedLength, s.complete, s.region.descriptor()));
+            out.add(new SegmentDirectory.Segment(s.baseOffset, s.exportedLength, s.complete, s.region.descriptor()));
         }
-        return new DirectoryProtocol.Response(DirectoryProtocol.Status.OK, watermarkRegion.descriptor(), start, out);
+        return new SegmentDirectory.Response(SegmentDirectory.Status.OK, watermarkRegion.descriptor(), start, out);
     }
 
     private ExportedSegment map(long base, Path file, boolean complete) throws IOException {

@@ -38,7 +38,7 @@ public class RdmaEndpoint implements SmartLifecycle {
             LOG.log(System.Logger.Level.WARNING, "rdma4j endpoint not started: " + unavailable.failure().getMessage());
             return;
         }
-        listener = transport.listen(bindAddress, template::serve);
+        listener = transport.listen(bindAddress, template.requestHandlers(), template::accepted);
         LOG.log(System.Logger.Level.INFO, "rdma4j endpoint listening on " + listener.localAddress() + " (" + transport.provider() + ")");
     }
 

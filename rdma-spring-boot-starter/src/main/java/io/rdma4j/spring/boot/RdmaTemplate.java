@@ -1,14 +1,18 @@
 package io.rdma4j.spring.boot;
 
 import io.rdma4j.core.Access;
-import io.rdma4j.core.ConnectionClosedException;
-import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTimeoutException;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegionDescriptor;
 import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.RemoteRequestException;
+import io.rdma4j.core.RequestContext;
+import io.rdma4j.core.RequestHandler;
+import io.rdma4j.core.RequestHandlers;
+import io.rdma4j.core.RequestRefusedException;
+import io.rdma4j.core.RequestTypes;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -17,6 +21,7 @@ import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -32,13 +37,13 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Named regions for applications: {@code publish} memory, a direct buffer or a file under a name, and
- * {@code read} a peer's named region into local memory or a file. A peer finds a name through a small
- * directory protocol ({@link DirectoryProtocol}) on the connection to the publisher's
- * {@link RdmaEndpoint}; the bytes then move one-sided, without the publisher's threads.
+ * {@code read} a peer's named region into local memory or a file. A peer finds a name with a
+ * {@link RequestTypes#SPRING_REGION_LOOKUP} request on the connection to the publisher's {@link RdmaEndpoint}
+ * (body: the name in UTF-8; reply: the region's {@link RegionDescriptor#toBytes()}, or a refusal saying which
+ * names exist); the bytes then move one-sided, without the publisher's threads.
  *
  * <p>Thread-safe. Connections to peers are opened on first use and kept until {@link #close()}.
  */
@@ -51,7 +56,10 @@ public final class RdmaTemplate implements AutoCloseable {
 
     private final RdmaTransport transport;
     private final Map<String, PublishedRegion> published = new ConcurrentHashMap<>();
-    private final Map<InetSocketAddress, DirectoryClient> clients = new ConcurrentHashMap<>();
+    /** Longest region name in UTF-8 bytes; keeps every lookup far below the smallest message size. */
+    static final int MAX_NAME_BYTES = 1024;
+
+    private final Map<InetSocketAddress, RdmaConnection> peers = new ConcurrentHashMap<>();
     private final Set<RdmaConnection> served = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -103,7 +111,7 @@ public final class RdmaTemplate implements AutoCloseable {
     }
 
     private PublishedRegion publish(String name, MemorySegment segment, Arena ownedMemory) {
-        DirectoryProtocol.nameBytes(name);
+        nameBytes(name);
         checkOpen();
         if (segment.byteSize() == 0) {
             throw new IllegalArgumentException("region '" + name + "' is empty; there is nothing to publish");
@@ -125,6 +133,17 @@ public final class RdmaTemplate implements AutoCloseable {
             published.remove(name);
             throw e;
         }
+    }
+
+    private static byte[] nameBytes(String name) {
+        if (name == null || name.isBlank()) {
+            throw new IllegalArgumentException("region name must not be empty");
+        }
+        byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
+        if (bytes.length > MAX_NAME_BYTES) {
+            throw new IllegalArgumentException("region name is " + bytes.length + " bytes in UTF-8; use at most " + MAX_NAME_BYTES);
+        }
+        return bytes;
     }
 
     private static PublishedRegion placeholder(String name) {
@@ -163,46 +182,25 @@ public final class RdmaTemplate implements AutoCloseable {
 
     // ---------------------------------------------------------------- serving (the endpoint's side)
 
-    /** Answers directory lookups on an accepted connection until it closes. Runs on its own (virtual) thread. */
-    void serve(RdmaConnection connection) {
+    /** What the endpoint's listener answers: region lookups. */
+    RequestHandlers requestHandlers() {
+        return RequestHandlers.of(RequestTypes.SPRING_REGION_LOOKUP, RequestHandler.answering(this::lookupReply));
+    }
+
+    /** Remembers a peer's connection so that stopping the endpoint closes it. */
+    void accepted(RdmaConnection connection) {
+        served.removeIf(c -> !c.isOpen());
         served.add(connection);
-        try {
-            while (connection.isOpen() && !closed.get()) {
-                ByteBuffer request = connection.receive().join();
-                connection.send(answer(request)).join();
-            }
-        } catch (RuntimeException e) {
-            // The peer went away or the endpoint is stopping: nothing to answer any more.
-            LOG.log(System.Logger.Level.DEBUG, "directory connection " + connection.remoteAddress() + " ended: " + e);
-        } finally {
-            served.remove(connection);
+        if (closed.get()) {
             connection.close();
         }
     }
 
-    private ByteBuffer answer(ByteBuffer request) {
-        DirectoryProtocol.Message message;
-        try {
-            message = DirectoryProtocol.parse(request);
-        } catch (ProtocolException e) {
-            return DirectoryProtocol.text(DirectoryProtocol.ERROR, 0, e.getMessage());
-        }
-        if (message.type() != DirectoryProtocol.LOOKUP) {
-            return DirectoryProtocol.text(DirectoryProtocol.ERROR, message.correlationId(),
-                    "unknown rdma4j directory request type " + message.type());
-        }
-        String name;
-        try {
-            name = DirectoryProtocol.readText(message.body());
-        } catch (ProtocolException e) {
-            return DirectoryProtocol.text(DirectoryProtocol.ERROR, message.correlationId(), e.getMessage());
-        }
-        Optional<PublishedRegion> region = published(name);
-        if (region.isEmpty()) {
-            return DirectoryProtocol.text(DirectoryProtocol.NOT_FOUND, message.correlationId(),
-                    "no region named '" + name + "' is published here; published: " + publishedNames());
-        }
-        return DirectoryProtocol.found(message.correlationId(), region.get().descriptor());
+    private ByteBuffer lookupReply(ByteBuffer request, RequestContext context) {
+        String name = StandardCharsets.UTF_8.decode(request).toString();
+        return published(name).map(region -> ByteBuffer.wrap(region.descriptor().toBytes()))
+                .orElseThrow(() -> new RequestRefusedException("no region named '" + name + "' is published here; published: "
+                        + publishedNames()));
     }
 
     /** Closes the connections peers opened to look up regions (their pending requests fail). */
@@ -215,7 +213,15 @@ public final class RdmaTemplate implements AutoCloseable {
 
     /** The descriptor of the region {@code peer} published under {@code name}. */
     public RegionDescriptor lookup(InetSocketAddress peer, String name) {
-        return await(client(peer).lookup(name), "looking up region '" + name + "' at " + peer);
+        byte[] request = nameBytes(name);
+        try {
+            return RegionDescriptor.fromBytes(connection(peer).requestAndWait(RequestTypes.SPRING_REGION_LOOKUP, ByteBuffer.wrap(request)));
+        } catch (RemoteRequestException e) {
+            if (e.status() == RemoteRequestException.Status.REFUSED) {
+                throw new RegionNotFoundException(peer + ": " + e.reason());
+            }
+            throw e;
+        }
     }
 
     /**
@@ -237,8 +243,7 @@ public final class RdmaTemplate implements AutoCloseable {
         requireShared(sink, "the sink of a read");
         MemorySegment target = sink.asSlice(0, remote.length());
         try (RegisteredRegion registered = transport.register(target, EnumSet.of(Access.LOCAL_WRITE))) {
-            DirectoryClient client = client(peer);
-            await(client.connection.read(remote, 0, target), "reading region '" + name + "' from " + peer);
+            await(connection(peer).read(remote, 0, target), "reading region '" + name + "' from " + peer);
             return remote.length();
         }
     }
@@ -274,15 +279,14 @@ public final class RdmaTemplate implements AutoCloseable {
         }
     }
 
-    private DirectoryClient client(InetSocketAddress peer) {
+    private RdmaConnection connection(InetSocketAddress peer) {
         checkOpen();
-        DirectoryClient client = clients.compute(peer, (address, existing) -> {
-            if (existing != null && existing.isUsable()) {
+        return peers.compute(peer, (address, existing) -> {
+            if (existing != null && existing.isOpen()) {
                 return existing;
             }
-            return new DirectoryClient(address, await(transport.connect(address), "connecting to " + address));
+            return await(transport.connect(address), "connecting to " + address);
         });
-        return client;
     }
 
     private <T> T await(CompletableFuture<T> future, String what) {
@@ -315,8 +319,8 @@ public final class RdmaTemplate implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        clients.values().forEach(DirectoryClient::close);
-        clients.clear();
+        peers.values().forEach(RdmaConnection::close);
+        peers.clear();
         closeServedConnections();
         for (PublishedRegion region : published.values()) {
             if (isReady(region)) {
@@ -324,69 +328,5 @@ public final class RdmaTemplate implements AutoCloseable {
             }
         }
         published.clear();
-    }
-
-    /** One connection to a publisher: lookups are matched to replies by correlation id. */
-    private static final class DirectoryClient {
-        private final InetSocketAddress peer;
-        private final RdmaConnection connection;
-        private final AtomicLong nextId = new AtomicLong(1);
-        private final Map<Long, CompletableFuture<RegionDescriptor>> pending = new ConcurrentHashMap<>();
-
-        DirectoryClient(InetSocketAddress peer, RdmaConnection connection) {
-            this.peer = peer;
-            this.connection = connection;
-            Thread.ofVirtual().name("rdma4j-directory-client-" + peer).start(this::receiveReplies);
-        }
-
-        boolean isUsable() {
-            return connection.isOpen();
-        }
-
-        CompletableFuture<RegionDescriptor> lookup(String name) {
-            long id = nextId.getAndIncrement();
-            CompletableFuture<RegionDescriptor> reply = new CompletableFuture<>();
-            pending.put(id, reply);
-            connection.send(DirectoryProtocol.lookup(id, name)).whenComplete((ok, error) -> {
-                if (error != null) {
-                    pending.remove(id);
-                    reply.completeExceptionally(error);
-                }
-            });
-            return reply;
-        }
-
-        private void receiveReplies() {
-            try {
-                while (connection.isOpen()) {
-                    DirectoryProtocol.Message message = DirectoryProtocol.parse(connection.receive().join());
-                    CompletableFuture<RegionDescriptor> reply = pending.remove(message.correlationId());
-                    if (reply == null) {
-                        continue; // the caller gave up (timeout) before the answer came
-                    }
-                    switch (message.type()) {
-                        case DirectoryProtocol.FOUND -> reply.complete(RegionDescriptor.fromBytes(message.body()));
-                        case DirectoryProtocol.NOT_FOUND -> reply.completeExceptionally(
-                                new RegionNotFoundException(peer + ": " + DirectoryProtocol.readText(message.body())));
-                        default -> reply.completeExceptionally(
-                                new ProtocolException(peer + " refused the lookup: " + DirectoryProtocol.readText(message.body())));
-                    }
-                }
-            } catch (RuntimeException e) {
-                failAll(e);
-            } finally {
-                connection.close();
-                failAll(new ConnectionClosedException("directory connection to " + peer + " closed"));
-            }
-        }
-
-        private void failAll(Throwable cause) {
-            pending.values().forEach(f -> f.completeExceptionally(cause));
-            pending.clear();
-        }
-
-        void close() {
-            connection.close();
-        }
     }
 }

@@ -6,6 +6,7 @@ import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaListener;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.RequestHandlers;
 import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.Access;
 import io.rdma4j.core.metrics.TransportMetrics;
@@ -68,7 +69,7 @@ public final class UnavailableRdmaTransport implements RdmaTransport {
     }
 
     @Override
-    public RdmaListener listen(InetSocketAddress address, Consumer<RdmaConnection> onAccept) {
+    public RdmaListener listen(InetSocketAddress address, RequestHandlers handlers, Consumer<RdmaConnection> onAccept) {
         throw unavailable();
     }
 

@@ -9,19 +9,17 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The exporter's directory, spoken over an rdma4j connection's send/receive: a consumer asks for the
- * segments of a topic-partition from an offset and gets their region descriptors, base offsets and
- * exported lengths, the byte position of the batch holding that offset, and the watermark region.
+ * The exporter's segment directory, as the bodies of a {@link io.rdma4j.core.RequestTypes#KAFKA_DIRECTORY}
+ * request and its reply: a consumer asks for the segments of a topic-partition from an offset and gets their
+ * region descriptors, base offsets and exported lengths, the byte position of the batch holding that offset,
+ * and the watermark region.
  */
-public final class DirectoryProtocol {
-
-    private static final int REQUEST_MAGIC = 0x524B4451; // "RKDQ"
-    private static final int RESPONSE_MAGIC = 0x524B4452; // "RKDR"
+public final class SegmentDirectory {
 
     /** Most segments answered at once, so a response fits the default 64 KiB message. */
     public static final int MAX_SEGMENTS_PER_RESPONSE = 256;
 
-    private DirectoryProtocol() {
+    private SegmentDirectory() {
     }
 
     public enum Status {
@@ -36,15 +34,12 @@ public final class DirectoryProtocol {
     public record Request(String topic, int partition, long fromOffset) {
         public byte[] toBytes() {
             byte[] name = topic.getBytes(StandardCharsets.UTF_8);
-            return ByteBuffer.allocate(4 + 2 + name.length + 4 + 8).putInt(REQUEST_MAGIC).putShort((short) name.length)
+            return ByteBuffer.allocate(2 + name.length + 4 + 8).putShort((short) name.length)
                     .put(name).putInt(partition).putLong(fromOffset).array();
         }
 
         public static Request fromBytes(ByteBuffer in) {
             try {
-                if (in.getInt() != REQUEST_MAGIC) {
-                    throw new ProtocolException("not an rdma4j Kafka directory request (bad magic)");
-                }
                 byte[] name = new byte[in.getShort() & 0xffff];
                 in.get(name);
                 return new Request(new String(name, StandardCharsets.UTF_8), in.getInt(), in.getLong());
@@ -69,9 +64,9 @@ public final class DirectoryProtocol {
      */
     public record Response(Status status, RegionDescriptor watermarkRegion, long startPosition, List<Segment> segments) {
         public byte[] toBytes() {
-            int size = 4 + 1 + 1 + (watermarkRegion == null ? 0 : RegionDescriptor.SERIALIZED_SIZE) + 8 + 4
+            int size = 1 + 1 + (watermarkRegion == null ? 0 : RegionDescriptor.SERIALIZED_SIZE) + 8 + 4
                     + segments.size() * (8 + 8 + 1 + RegionDescriptor.SERIALIZED_SIZE);
-            ByteBuffer out = ByteBuffer.allocate(size).putInt(RESPONSE_MAGIC).put((byte) status.ordinal());
+            ByteBuffer out = ByteBuffer.allocate(size).put((byte) status.ordinal());
             out.put((byte) (watermarkRegion == null ? 0 : 1));
             if (watermarkRegion != null) {
                 out.put(watermarkRegion.toBytes());
@@ -85,9 +80,6 @@ public final class DirectoryProtocol {
 
         public static Response fromBytes(ByteBuffer in) {
             try {
-                if (in.getInt() != RESPONSE_MAGIC) {
-                    throw new ProtocolException("not an rdma4j Kafka directory response (bad magic)");
-                }
                 int statusCode = in.get();
                 if (statusCode < 0 || statusCode >= Status.values().length) {
                     throw new ProtocolException("unknown directory status " + statusCode);

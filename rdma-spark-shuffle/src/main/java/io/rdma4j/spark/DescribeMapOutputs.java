@@ -7,18 +7,19 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 
-/** The two-sided "describe map outputs" exchange between a reducer and a map output's executor. */
-final class DescribeProtocol {
-
-    private static final int REQUEST_MAGIC = 0x52344A53; // "R4JS"
-    private static final int REPLY_MAGIC = 0x52344A52;   // "R4JR"
+/**
+ * The bodies of a {@link io.rdma4j.core.RequestTypes#SPARK_DESCRIBE_MAP_OUTPUTS} request from a reducer to a map
+ * output's executor and of its reply. Request: {@code shuffleId(4) count(4) mapId(8)*count}; reply:
+ * {@code count(4)} then per map output {@code mapId(8) flags(1)} and its region descriptors.
+ */
+final class DescribeMapOutputs {
     private static final int PRESENT = 1;
     private static final int HAS_DATA = 2;
     private static final int HAS_CHECKSUMS = 4;
     /** Worst-case bytes of one map output in a reply. */
     static final int REPLY_ENTRY_SIZE = 8 + 1 + 3 * RegionDescriptor.SERIALIZED_SIZE;
 
-    private DescribeProtocol() {
+    private DescribeMapOutputs() {
     }
 
     record Request(int shuffleId, long[] mapIds) { }
@@ -32,12 +33,12 @@ final class DescribeProtocol {
 
     /** How many map ids fit in one request so that the reply fits a message. */
     static int maxMapsPerRequest(int maxMessageSize) {
-        return Math.max(1, Math.min((maxMessageSize - 12) / 8, (maxMessageSize - 8) / REPLY_ENTRY_SIZE));
+        return Math.max(1, Math.min((maxMessageSize - 8) / 8, (maxMessageSize - 4) / REPLY_ENTRY_SIZE));
     }
 
     static ByteBuffer encodeRequest(int shuffleId, long[] mapIds) {
-        ByteBuffer b = ByteBuffer.allocate(12 + 8 * mapIds.length);
-        b.putInt(REQUEST_MAGIC).putInt(shuffleId).putInt(mapIds.length);
+        ByteBuffer b = ByteBuffer.allocate(8 + 8 * mapIds.length);
+        b.putInt(shuffleId).putInt(mapIds.length);
         for (long id : mapIds) {
             b.putLong(id);
         }
@@ -45,8 +46,8 @@ final class DescribeProtocol {
     }
 
     static Request decodeRequest(ByteBuffer b) {
-        if (b.remaining() < 12 || b.getInt() != REQUEST_MAGIC) {
-            throw new ProtocolException("not an rdma4j shuffle describe request");
+        if (b.remaining() < 8) {
+            throw new ProtocolException("describe request of " + b.remaining() + " bytes is shorter than its 8-byte header");
         }
         int shuffleId = b.getInt();
         int count = b.getInt();
@@ -61,8 +62,8 @@ final class DescribeProtocol {
     }
 
     static ByteBuffer encodeReply(List<MapOutput> outputs) {
-        ByteBuffer b = ByteBuffer.allocate(8 + REPLY_ENTRY_SIZE * outputs.size());
-        b.putInt(REPLY_MAGIC).putInt(outputs.size());
+        ByteBuffer b = ByteBuffer.allocate(4 + REPLY_ENTRY_SIZE * outputs.size());
+        b.putInt(outputs.size());
         for (MapOutput o : outputs) {
             int flags = (o.present() ? PRESENT : 0) | (o.data() != null ? HAS_DATA : 0) | (o.checksums() != null ? HAS_CHECKSUMS : 0);
             b.putLong(o.mapId()).put((byte) flags);
@@ -80,11 +81,23 @@ final class DescribeProtocol {
     }
 
     static List<MapOutput> decodeReply(ByteBuffer b) {
-        if (b.remaining() < 8 || b.getInt() != REPLY_MAGIC) {
-            throw new ProtocolException("not an rdma4j shuffle describe reply");
+        if (b.remaining() < 4) {
+            throw new ProtocolException("describe reply of " + b.remaining() + " bytes is shorter than its 4-byte header");
         }
         int count = b.getInt();
+        if (count < 0 || count > b.remaining() / 9) {
+            throw new ProtocolException("describe reply announces " + count + " maps but carries " + b.remaining() + " bytes");
+        }
         List<MapOutput> outputs = new ArrayList<>(count);
+        try {
+            decodeEntries(b, count, outputs);
+        } catch (java.nio.BufferUnderflowException | IllegalArgumentException e) {
+            throw new ProtocolException("malformed describe reply: " + e);
+        }
+        return outputs;
+    }
+
+    private static void decodeEntries(ByteBuffer b, int count, List<MapOutput> outputs) {
         for (int i = 0; i < count; i++) {
             long mapId = b.getLong();
             int flags = b.get();
@@ -97,6 +110,5 @@ final class DescribeProtocol {
             RegionDescriptor checksums = (flags & HAS_CHECKSUMS) != 0 ? RegionDescriptor.fromBytes(b) : null;
             outputs.add(new MapOutput(mapId, true, index, data, checksums));
         }
-        return outputs;
     }
 }

@@ -1,0 +1,27 @@
+package io.rdma4j.core;
+
+/**
+ * The message types of requests ({@link RdmaConnection#request}), in one place so that no two
+ * components pick the same number. Each component owns a range; add a constant here when adding a type.
+ * <ul>
+ * <li>{@code 0x0000-0x00FF}: rdma4j core (reserved)</li>
+ * <li>{@code 0x0100-0x01FF}: Kafka transport</li>
+ * <li>{@code 0x0200-0x02FF}: Spark shuffle</li>
+ * <li>{@code 0x0300-0x03FF}: Spring Boot starter</li>
+ * <li>{@code 0x10000} and above: applications</li>
+ * </ul>
+ */
+public final class RequestTypes {
+
+    /** Kafka: the segments of a topic-partition from an offset (the log exporter's directory). */
+    public static final int KAFKA_DIRECTORY = 0x0100;
+    /** Spark: the region descriptors of map outputs on an executor. */
+    public static final int SPARK_DESCRIBE_MAP_OUTPUTS = 0x0200;
+    /** Spring Boot: the descriptor of a region published under a name. */
+    public static final int SPRING_REGION_LOOKUP = 0x0300;
+    /** The first type applications may use. */
+    public static final int FIRST_APPLICATION_TYPE = 0x10000;
+
+    private RequestTypes() {
+    }
+}
