@@ -24,7 +24,8 @@ import java.util.concurrent.TimeUnit;
  * <p>Configured by system properties that the lab modules' poms give surefire: {@code rdma4j.lab.script},
  * {@code rdma4j.lab.classpathFile} (written by dependency:build-classpath), {@code rdma4j.lab.testClasses},
  * {@code rdma4j.lab.classes}, {@code rdma4j.lab.resultsDir}; optional {@code rdma4j.lab.include} (regex of
- * guest test class names, default {@value #DEFAULT_INCLUDE}), {@code rdma4j.lab.devices} (comma-separated
+ * guest test class names, default {@value #DEFAULT_INCLUDE}: every guest test class but the benchmark, which
+ * {@code VerbsBenchmarkLabTest} runs in the {@code bench} profile), {@code rdma4j.lab.devices} (comma-separated
  * device names, default all of {@link LabDevice#ALL}), {@code rdma4j.lab.vmMemory} (guest memory, as
  * {@code RDMA_LAB_VM_MEM}), {@code rdma4j.lab.timeoutSeconds}, {@code rdma4j.lab.guestEnv} (comma-separated
  * {@code NAME=value} exported to the guest JVMs, e.g. Spark's {@code SPARK_HOME}) and
@@ -33,8 +34,12 @@ import java.util.concurrent.TimeUnit;
  */
 public final class LabRunner {
 
-    public static final String DEFAULT_INCLUDE = ".*GuestTest";
+    /** Every guest test class except {@link #BENCHMARK_INCLUDE}'s: the correctness suite that {@code verify} runs. */
+    public static final String DEFAULT_INCLUDE = ".*(?<!Benchmark)GuestTest";
+    /** The verbs benchmark against perftest (about 20 minutes): run by {@code VerbsBenchmarkLabTest}, profile bench. */
+    public static final String BENCHMARK_INCLUDE = ".*BenchmarkGuestTest";
     public static final String NOT_SET_UP = "soft-RDMA lab not set up: run it/lab/rdma-lab.sh setup (as root)";
+    private static final Duration SETUP_TIMEOUT = Duration.ofMinutes(30);
 
     private static final String CONSOLE_LAUNCHER = "org.junit.platform.console.ConsoleLauncher";
     private static final Duration STATUS_TIMEOUT = Duration.ofSeconds(60);
@@ -65,7 +70,13 @@ public final class LabRunner {
         this.guestJvmOptions = guestJvmOptions;
     }
 
+    /** Configured by the system properties, running the guest test classes {@code rdma4j.lab.include} names. */
     public static LabRunner fromSystemProperties() throws IOException {
+        return fromSystemProperties(System.getProperty("rdma4j.lab.include", DEFAULT_INCLUDE));
+    }
+
+    /** Configured by the system properties, running the guest test classes whose names match {@code include}. */
+    public static LabRunner fromSystemProperties(String include) throws IOException {
         Path testClasses = Path.of(required("rdma4j.lab.testClasses"));
         Path classes = Path.of(required("rdma4j.lab.classes"));
         Path classpathFile = Path.of(required("rdma4j.lab.classpathFile"));
@@ -80,11 +91,10 @@ public final class LabRunner {
             }
         }
         return new LabRunner(Path.of(required("rdma4j.lab.script")), List.copyOf(classpath), testClasses,
-                Path.of(required("rdma4j.lab.resultsDir")),
-                System.getProperty("rdma4j.lab.include", DEFAULT_INCLUDE),
+                Path.of(required("rdma4j.lab.resultsDir")), include,
                 devices(System.getProperty("rdma4j.lab.devices", "")),
                 System.getProperty("rdma4j.lab.vmMemory", ""),
-                // the verbs guest classes take ~30 min per boot on a quiet 2-core host, 18 of them the benchmark
+                // the verbs correctness classes take 5-8 min per boot on a 2-core host, the benchmark 20 more
                 Duration.ofSeconds(Long.getLong("rdma4j.lab.timeoutSeconds", 3600)),
                 guestEnv(System.getProperty("rdma4j.lab.guestEnv", "")),
                 words(System.getProperty("rdma4j.lab.guestJvmOptions", "")));
@@ -122,6 +132,31 @@ public final class LabRunner {
         return List.copyOf(chosen);
     }
 
+    /**
+     * Sets the lab up when it is missing ({@code rdma-lab.sh ensure}: as root, else through {@code sudo -n}), so
+     * that the build is the whole set-up; fails with the script's output, which names the command to run as root
+     * when neither works.
+     */
+    public void ensureSetUp() throws IOException, InterruptedException {
+        if (!Files.isExecutable(script)) {
+            throw new AssertionError(NOT_SET_UP + "\n  " + script + " is missing or not executable");
+        }
+        Path log = Files.createTempFile("rdma-lab-ensure", ".log");
+        try {
+            long start = System.nanoTime();
+            int rc = execute(List.of(script.toString(), "ensure"), log, SETUP_TIMEOUT, null, "");
+            String output = Files.readString(log).strip();
+            System.out.println("[LabRunner] rdma-lab.sh ensure: exit status " + rc + " after "
+                    + Duration.ofNanos(System.nanoTime() - start).toSeconds() + " s\n" + output);
+            if (rc != 0) {
+                throw new AssertionError("the soft-RDMA lab could not be set up (rdma-lab.sh ensure, exit status "
+                        + rc + "):\n" + output);
+            }
+        } finally {
+            Files.deleteIfExists(log);
+        }
+    }
+
     /** Why the lab cannot run here ({@code rdma-lab.sh status}), or empty when it can. */
     public Optional<String> notReadyReason() throws IOException, InterruptedException {
         if (!Files.isExecutable(script)) {
@@ -137,12 +172,14 @@ public final class LabRunner {
     }
 
     /**
-     * What every lab host test does: fails (never skips) when the lab cannot run here, boots the guest suite,
+     * What every lab host test does: sets the lab up when it is missing, fails (never skips) when it still cannot
+     * run here, boots the guest suite,
      * and requires that every chosen device ran tests and none failed, errored or was skipped. Soft devices
      * are occasionally flaky (seen with rping on rxe), so one whole new boot is allowed and logged; the
      * assertions themselves never retry.
      */
     public void requireGuestSuitePasses() throws IOException, InterruptedException {
+        ensureSetUp();
         Optional<String> notReady = notReadyReason();
         if (notReady.isPresent()) {
             throw new AssertionError(NOT_SET_UP + "\n  " + notReady.get());
