@@ -255,7 +255,7 @@ public final class DefaultRdmaTransport implements RdmaTransport {
     @Override
     public synchronized RegisteredBufferPool createBufferPool(PoolConfig poolConfig) {
         checkOpen();
-        RegisteredBufferPool pool = new RegisteredBufferPool(this, poolConfig);
+        RegisteredBufferPool pool = new SlabBufferPool(this, poolConfig);
         pools.add(pool);
         return pool;
     }
