@@ -28,8 +28,10 @@ import java.util.concurrent.TimeUnit;
  * {@code VerbsBenchmarkLabTest} runs in the {@code bench} profile), {@code rdma4j.lab.devices} (comma-separated
  * device names, default all of {@link LabDevice#ALL}), {@code rdma4j.lab.vmMemory} (guest memory, as
  * {@code RDMA_LAB_VM_MEM}), {@code rdma4j.lab.timeoutSeconds}, {@code rdma4j.lab.guestEnv} (comma-separated
- * {@code NAME=value} exported to the guest JVMs, e.g. Spark's {@code SPARK_HOME}) and
- * {@code rdma4j.lab.guestJvmOptions} (whitespace-separated extra options of the guest JVMs). Other modules (the Spark and Kafka lab
+ * {@code NAME=value} exported to the guest JVMs, e.g. Spark's {@code SPARK_HOME}),
+ * {@code rdma4j.lab.guestJvmOptions} (whitespace-separated extra options of the guest JVMs) and
+ * {@code rdma4j.lab.parallelDevices} (default {@code true}: the devices' guest JVMs run at the same time; the
+ * benchmark always runs them one after the other). Other modules (the Spark and Kafka lab
  * flows) use it through this module's test-jar, each with its own classpath.
  */
 public final class LabRunner {
@@ -54,10 +56,11 @@ public final class LabRunner {
     private final Duration guestTimeout;
     private final List<String> guestEnv;
     private final List<String> guestJvmOptions;
+    private final boolean parallelDevices;
 
     private LabRunner(Path script, List<Path> classpath, Path testClasses, Path resultsDir, String include,
             List<LabDevice> devices, String vmMemory, Duration guestTimeout, List<String> guestEnv,
-            List<String> guestJvmOptions) {
+            List<String> guestJvmOptions, boolean parallelDevices) {
         this.script = script;
         this.classpath = classpath;
         this.testClasses = testClasses;
@@ -68,6 +71,7 @@ public final class LabRunner {
         this.guestTimeout = guestTimeout;
         this.guestEnv = guestEnv;
         this.guestJvmOptions = guestJvmOptions;
+        this.parallelDevices = parallelDevices;
     }
 
     /** Configured by the system properties, running the guest test classes {@code rdma4j.lab.include} names. */
@@ -97,7 +101,10 @@ public final class LabRunner {
                 // the verbs correctness classes take 5-8 min per boot on a 2-core host, the benchmark 20 more
                 Duration.ofSeconds(Long.getLong("rdma4j.lab.timeoutSeconds", 3600)),
                 guestEnv(System.getProperty("rdma4j.lab.guestEnv", "")),
-                words(System.getProperty("rdma4j.lab.guestJvmOptions", "")));
+                words(System.getProperty("rdma4j.lab.guestJvmOptions", "")),
+                // The benchmark pins both sides to the guest's CPUs: a second device's JVM would disturb it.
+                !include.equals(BENCHMARK_INCLUDE)
+                        && Boolean.parseBoolean(System.getProperty("rdma4j.lab.parallelDevices", "true")));
     }
 
     private static List<String> guestEnv(String entries) {
@@ -218,8 +225,8 @@ public final class LabRunner {
     }
 
     /**
-     * The guest script: one JVM per device, each writing its JUnit XML reports under the share. It exits
-     * non-zero when any JVM did.
+     * The guest script: one JVM per device, each writing its JUnit XML reports under the share, all at once
+     * unless {@code rdma4j.lab.parallelDevices=false} or the benchmark runs. It exits non-zero when any JVM did.
      */
     private Path writeGuestScript(Path runDir) throws IOException {
         Path javaLauncher = Path.of(System.getProperty("java.home"), "bin", "java");
@@ -250,11 +257,29 @@ public final class LabRunner {
                     "--details=tree", "--fail-if-no-tests", "--reports-dir=" + reports,
                     "--scan-classpath=" + testClasses, "--include-classname=" + include));
             sh.append("""
-                    echo "LAB-SUITE: %1$s started at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
-                    %2$s
-                    rc=$?; echo "LAB-SUITE: %1$s exit status $rc at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
-                    [ $rc = 0 ] || status=$rc
+                    suite_%1$s() {
+                      echo "LAB-SUITE: %1$s started at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
+                      %2$s
+                      rc=$?; echo "LAB-SUITE: %1$s exit status $rc at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
+                      return $rc
+                    }
                     """.formatted(device.name(), String.join(" ", command.stream().map(LabRunner::quote).toList())));
+        }
+        if (parallelDevices) {
+            // The devices are independent: their JVMs share the guest's two vCPUs, each logging to its own file,
+            // which the console gets whole once both are done.
+            for (LabDevice device : devices) {
+                sh.append("suite_%1$s > %2$s 2>&1 & pid_%1$s=$!\n".formatted(device.name(),
+                        quote(runDir.resolve(device.name() + ".log").toString())));
+            }
+            for (LabDevice device : devices) {
+                sh.append("wait $pid_%1$s; rc=$?; cat %2$s; [ $rc = 0 ] || status=$rc\n".formatted(device.name(),
+                        quote(runDir.resolve(device.name() + ".log").toString())));
+            }
+        } else {
+            for (LabDevice device : devices) {
+                sh.append("suite_%1$s || status=$?\n".formatted(device.name()));
+            }
         }
         sh.append("exit $status\n");
         Path guestScript = runDir.resolve("guest-suite.sh");
