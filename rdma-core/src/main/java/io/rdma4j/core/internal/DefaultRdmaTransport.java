@@ -36,7 +36,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
 /** The transport every provider runs under: it owns the semantics that must not differ between providers. */
-public final class DefaultRdmaTransport implements RdmaTransport {
+final class DefaultRdmaTransport implements RdmaTransport {
 
     private static final System.Logger LOG = System.getLogger(RdmaTransport.class.getName());
 
@@ -65,7 +65,7 @@ public final class DefaultRdmaTransport implements RdmaTransport {
         this.timers.setRemoveOnCancelPolicy(true);
     }
 
-    public static RdmaTransport open(TransportConfig config) {
+    static RdmaTransport open(TransportConfig config) {
         DefaultRdmaTransport t = new DefaultRdmaTransport(config, ProviderRegistry.open(config));
         LOG.log(System.Logger.Level.INFO, "rdma4j transport on provider " + t.selection);
         return t;
