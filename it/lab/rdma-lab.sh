@@ -8,6 +8,8 @@
 # JDK, rdma-core tools and the project's built classes are visible in the guest at the same paths.
 #
 #   it/lab/rdma-lab.sh setup               one-time, idempotent (root: installs apt packages)
+#   it/lab/rdma-lab.sh ensure              setup when status says the lab is not ready (what the build calls)
+#   it/lab/rdma-lab.sh ensure-host         installs the packages the host tests need when any is missing
 #   it/lab/rdma-lab.sh status              exit 0 when the lab can run, else 1 with the reason
 #   it/lab/rdma-lab.sh run /abs/script.sh  boot, run the script as root in the guest, exit with its rc
 #   it/lab/rdma-lab.sh shell               boot to an interactive guest shell (serial console)
@@ -18,6 +20,9 @@
 #                     guest script as $RDMA_LAB_SHARE (default: a new directory under $RDMA_LAB_DIR/runs)
 #   RDMA_LAB_TIMEOUT  seconds before a boot is killed (default 1200)
 #   RDMA_LAB_VM_MEM / RDMA_LAB_VM_CPUS   guest size (default 4G / 2)
+#
+# setup, ensure, ensure-host, run and shell need root: run by another user, they go through `sudo -n`
+# (never a password prompt: the build calls them) and otherwise fail naming the command to run as root.
 #
 # Facts behind the choices (measured on Debian 12 hosts without RDMA hardware):
 # - KVM is unusable there, so QEMU runs in TCG; booting the uncompressed vmlinux through the PVH entry
@@ -41,7 +46,10 @@ VM_MEM=${RDMA_LAB_VM_MEM:-4G}
 VM_CPUS=${RDMA_LAB_VM_CPUS:-2}
 RUN_TIMEOUT=${RDMA_LAB_TIMEOUT:-1200}
 
-HOST_PACKAGES=(qemu-system-x86 rdma-core ibverbs-utils ibverbs-providers perftest rdmacm-utils
+# What the host tests outside the lab use: libibverbs/librdmacm with the providers, their headers and gcc
+# (rdma-native-loader compares the generated layouts with gcc's).
+TEST_HOST_PACKAGES=(rdma-core ibverbs-providers libibverbs1 librdmacm1 libibverbs-dev librdmacm-dev gcc libc6-dev)
+HOST_PACKAGES=("${TEST_HOST_PACKAGES[@]}" qemu-system-x86 ibverbs-utils ibverbs-providers perftest rdmacm-utils
   libibverbs-dev librdmacm-dev iproute2 busybox-static kmod cpio xz-utils gzip bc make libc6-dev
   binutils coreutils util-linux)
 # Commands `run` and the guest rely on, with the package that provides each.
@@ -49,7 +57,19 @@ REQUIRED_COMMANDS=(qemu-system-x86_64 ibv_devinfo rdma ib_read_lat rping busybox
 
 log() { printf '[rdma-lab %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
-need_root() { [ "$(id -u)" = 0 ] || die "'$1' must run as root (apt-get, 9p security_model=none, modprobe in the guest)"; }
+can_sudo() { command -v sudo > /dev/null && sudo -n true 2> /dev/null; }
+
+# Runs the rest of this command as root: directly when root, else again through `sudo -n` with the lab's
+# environment; without either it fails with `$2`, the command a person has to run once.
+need_root() {
+  [ "$(id -u)" = 0 ] && return 0
+  if can_sudo; then
+    exec sudo -n env RDMA_LAB_DIR="$LAB_DIR" RDMA_LAB_TIMEOUT="$RUN_TIMEOUT" RDMA_LAB_VM_MEM="$VM_MEM" \
+      RDMA_LAB_VM_CPUS="$VM_CPUS" ${RDMA_LAB_SHARE:+RDMA_LAB_SHARE="$RDMA_LAB_SHARE"} \
+      "$LAB_SCRIPT_DIR/rdma-lab.sh" "${ARGS[@]}"
+  fi
+  die "'$1' needs root (apt-get, 9p security_model=none, modprobe in the guest) and 'sudo -n' is not available here; run as root: ${2:-sudo $LAB_SCRIPT_DIR/rdma-lab.sh ${ARGS[*]}}"
+}
 
 # apt-get with a lock wait and one retry: brand-new CI machines see transient mirror errors.
 apt_retry() {
@@ -203,7 +223,34 @@ lab_problem() {
   for c in "${REQUIRED_COMMANDS[@]}"; do
     command -v "$c" > /dev/null || { echo "command '$c' not found"; return; }
   done
-  [ "$(id -u)" = 0 ] || { echo "the lab is set up, but 'run' needs root"; return; }
+}
+
+# Sets the lab up unless it is ready: the build's lab tests call this, so a new machine needs no separate step.
+cmd_ensure() {
+  local problem
+  problem=$(lab_problem)
+  if [ -z "$problem" ]; then
+    log "lab ready in $LAB_DIR"
+    return 0
+  fi
+  log "lab not ready ($problem): setting it up"
+  need_root ensure "sudo ${RDMA_LAB_DIR:+RDMA_LAB_DIR=$LAB_DIR }$LAB_SCRIPT_DIR/rdma-lab.sh setup"
+  cmd_setup
+}
+
+# Installs what the host tests need when a package is missing; silent and root-free when nothing is.
+cmd_ensure_host() {
+  local missing
+  if ! command -v dpkg-query > /dev/null; then
+    log "not a Debian-based host: install libibverbs, librdmacm, their headers and gcc with the system's package manager"
+    return 0
+  fi
+  missing=$(missing_packages "${TEST_HOST_PACKAGES[@]}" | tr '\n' ' ')
+  [ -n "${missing// /}" ] || return 0
+  log "the host tests need: $missing"
+  need_root ensure-host "sudo apt-get install $missing"
+  mkdir -p "$LAB_DIR"
+  install_packages "${TEST_HOST_PACKAGES[@]}"
 }
 
 cmd_status() {
@@ -211,6 +258,10 @@ cmd_status() {
   problem=$(lab_problem)
   if [ -n "$problem" ]; then
     echo "soft-RDMA lab not ready: $problem (run it/lab/rdma-lab.sh setup as root)"
+    return 1
+  fi
+  if [ "$(id -u)" != 0 ] && ! can_sudo; then
+    echo "soft-RDMA lab set up in $LAB_DIR, but 'run' needs root and 'sudo -n' is not available"
     return 1
   fi
   echo "soft-RDMA lab ready in $LAB_DIR (kernel $(cat "$LAB_DIR/kver"))"
@@ -255,8 +306,11 @@ usage() {
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
 }
 
+ARGS=("$@")
 case "${1:-}" in
   setup) cmd_setup ;;
+  ensure) cmd_ensure ;;
+  ensure-host) cmd_ensure_host ;;
   status) cmd_status ;;
   run) [ $# = 2 ] || { usage >&2; exit 2; }; need_root run; boot "$2" ;;
   shell) need_root shell; boot "" ;;

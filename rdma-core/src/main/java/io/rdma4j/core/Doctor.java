@@ -1,9 +1,5 @@
 package io.rdma4j.core;
 
-import io.rdma4j.core.internal.ProviderRegistry;
-import io.rdma4j.core.spi.RdmaProvider;
-import io.rdma4j.nativeloader.discovery.DiscoveryReport;
-
 import java.util.HashMap;
 import java.util.Map;
 
@@ -41,28 +37,6 @@ public final class Doctor {
 
     /** The whole report as text. */
     public static String report(TransportConfig config) {
-        StringBuilder out = new StringBuilder();
-        DiscoveryReport discovery;
-        try {
-            discovery = DiscoveryReport.forThisHost(io.rdma4j.core.verbs.VerbsDiscovery.options(config));
-            out.append(discovery.toText());
-        } catch (IllegalArgumentException e) {
-            out.append("configuration problem: ").append(e.getMessage()).append(System.lineSeparator());
-        }
-        out.append("providers:").append(System.lineSeparator());
-        for (RdmaProvider p : ProviderRegistry.providers()) {
-            var a = p.probe(config);
-            out.append("  ").append(p.name()).append(" (auto preference ").append(p.autoPreference()).append("): ")
-                    .append(a.usable() ? "usable: " : "unusable: ").append(a.reason()).append(System.lineSeparator());
-        }
-        try {
-            ProviderSelection s = ProviderRegistry.explain(config);
-            out.append("provider=").append(config.provider()).append(" chooses ").append(s.provider()).append(": ")
-                    .append(s.reason()).append(System.lineSeparator());
-        } catch (RuntimeException e) {
-            out.append("provider=").append(config.provider()).append(" chooses nothing: ").append(e.getMessage())
-                    .append(System.lineSeparator());
-        }
-        return out.toString();
+        return TransportFactoryLoader.factory().doctorReport(config);
     }
 }

@@ -1,6 +1,5 @@
 package io.rdma4j.core;
 
-import io.rdma4j.core.internal.DefaultRdmaTransport;
 import io.rdma4j.core.metrics.TransportMetrics;
 import io.rdma4j.core.pool.PoolConfig;
 import io.rdma4j.core.pool.RegisteredBufferPool;
@@ -33,7 +32,7 @@ public interface RdmaTransport extends AutoCloseable {
      * {@link ProviderUnavailableException} saying why and what to do.
      */
     static RdmaTransport open(TransportConfig config) {
-        return DefaultRdmaTransport.open(config);
+        return TransportFactoryLoader.factory().open(config);
     }
 
     /**
@@ -41,7 +40,7 @@ public interface RdmaTransport extends AutoCloseable {
      * doctor prints). Fails with {@link ProviderUnavailableException} when nothing could run.
      */
     static ProviderSelection explain(TransportConfig config) {
-        return io.rdma4j.core.internal.ProviderRegistry.explain(config);
+        return TransportFactoryLoader.factory().explain(config);
     }
 
     /** The chosen provider and why. */

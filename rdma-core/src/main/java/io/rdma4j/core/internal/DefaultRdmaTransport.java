@@ -37,7 +37,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
 /** The transport every provider runs under: it owns the semantics that must not differ between providers. */
-public final class DefaultRdmaTransport implements RdmaTransport {
+final class DefaultRdmaTransport implements RdmaTransport {
 
     private static final System.Logger LOG = System.getLogger(RdmaTransport.class.getName());
 
@@ -66,7 +66,7 @@ public final class DefaultRdmaTransport implements RdmaTransport {
         this.timers.setRemoveOnCancelPolicy(true);
     }
 
-    public static RdmaTransport open(TransportConfig config) {
+    static RdmaTransport open(TransportConfig config) {
         DefaultRdmaTransport t = new DefaultRdmaTransport(config, ProviderRegistry.open(providerConfig(config)));
         LOG.log(System.Logger.Level.INFO, "rdma4j transport on provider " + t.selection);
         return t;
@@ -269,7 +269,7 @@ public final class DefaultRdmaTransport implements RdmaTransport {
     @Override
     public synchronized RegisteredBufferPool createBufferPool(PoolConfig poolConfig) {
         checkOpen();
-        RegisteredBufferPool pool = new RegisteredBufferPool(this, poolConfig);
+        RegisteredBufferPool pool = new SlabBufferPool(this, poolConfig);
         pools.add(pool);
         return pool;
     }

@@ -1,256 +1,32 @@
 package io.rdma4j.core.pool;
 
-import io.rdma4j.core.RdmaTransport;
-import io.rdma4j.core.RegisteredRegion;
-
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentLinkedDeque;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
-
 /**
  * Registered memory handed out and returned, so the data path never registers memory. Requests up to
  * the slab size come from power-of-two size classes carved out of slabs that are registered once;
  * larger requests (any size, beyond 2 GiB too) get a dedicated registration that is cached for reuse.
  * Past {@code maxPooledBytes} a request still succeeds with a buffer registered for that use alone, so
  * acquiring never blocks; bound the bytes you hold in flight yourself. Thread-safe.
+ *
+ * <p>Made by {@link io.rdma4j.core.RdmaTransport#createBufferPool(PoolConfig)}, the one way to make one: the
+ * transport closes its pools when it closes.
  */
-public final class RegisteredBufferPool implements AutoCloseable {
+public interface RegisteredBufferPool extends AutoCloseable {
 
-    private static final int CACHE_LINE = 64;
-
-    private final RdmaTransport transport;
-    private final PoolConfig config;
-    private final Arena slabArena = Arena.ofShared();
-    private final ConcurrentLinkedDeque<Block>[] freeBlocks;
-    private final List<RegisteredRegion> slabs = new ArrayList<>();
-    private final TreeMap<Long, List<Large>> cachedLarge = new TreeMap<>();
-    private final AtomicLong pooledBytes = new AtomicLong();
-    private long cachedLargeBytes;
-    private final AtomicBoolean closed = new AtomicBoolean();
-    private final LongAdder oneOffRegistrations = new LongAdder();
-    private final AtomicLong outstanding = new AtomicLong();
-
-    @SuppressWarnings({"unchecked", "rawtypes"}) // a generic array must be created raw
-    public RegisteredBufferPool(RdmaTransport transport, PoolConfig config) {
-        this.transport = transport;
-        this.config = config;
-        int classes = Long.numberOfTrailingZeros(config.slabSize()) - Long.numberOfTrailingZeros(config.minBufferSize()) + 1;
-        freeBlocks = new ConcurrentLinkedDeque[classes];
-        for (int i = 0; i < classes; i++) {
-            freeBlocks[i] = new ConcurrentLinkedDeque<>();
-        }
-    }
-
-    public PoolConfig config() {
-        return config;
-    }
+    PoolConfig config();
 
     /** A registered buffer of exactly {@code size} bytes. */
-    public PooledBuffer acquire(long size) {
-        if (size <= 0) {
-            throw new IllegalArgumentException("buffer size must be positive, got " + size);
-        }
-        if (closed.get()) {
-            throw new IllegalStateException("buffer pool is closed");
-        }
-        outstanding.incrementAndGet();
-        try {
-            return size <= config.slabSize() ? acquireSmall(size) : acquireLarge(size);
-        } catch (RuntimeException | Error e) {
-            outstanding.decrementAndGet();
-            throw e;
-        }
-    }
-
-    private PooledBuffer acquireSmall(long size) {
-        int sizeClass = sizeClass(size);
-        Block block = freeBlocks[sizeClass].pollFirst();
-        if (block == null) {
-            block = carveSlab(sizeClass);
-        }
-        if (block == null) {
-            return oneOff(size);
-        }
-        return new Lent(this, block.segment.asSlice(0, size), block.region, block, null, null);
-    }
-
-    private int sizeClass(long size) {
-        long rounded = Math.max(config.minBufferSize(), Long.highestOneBit(size - 1) << 1);
-        return Long.numberOfTrailingZeros(rounded) - Long.numberOfTrailingZeros(config.minBufferSize());
-    }
-
-    private Block carveSlab(int sizeClass) {
-        long slabSize = config.slabSize();
-        if (pooledBytes.addAndGet(slabSize) > config.maxPooledBytes()) {
-            pooledBytes.addAndGet(-slabSize);
-            return null;
-        }
-        RegisteredRegion region;
-        synchronized (slabs) {
-            if (closed.get()) {
-                throw new IllegalStateException("buffer pool is closed");
-            }
-            MemorySegment slab = slabArena.allocate(slabSize, CACHE_LINE);
-            region = transport.register(slab, config.access());
-            slabs.add(region);
-        }
-        long blockSize = config.minBufferSize() << sizeClass;
-        MemorySegment slab = region.segment();
-        Block first = null;
-        for (long off = 0; off < slabSize; off += blockSize) {
-            Block b = new Block(slab.asSlice(off, blockSize), region, sizeClass);
-            if (first == null) {
-                first = b;
-            } else {
-                freeBlocks[sizeClass].addLast(b);
-            }
-        }
-        return first;
-    }
-
-    private PooledBuffer acquireLarge(long size) {
-        synchronized (cachedLarge) {
-            // Reuse a cached registration of at least the size and at most twice it, to bound waste.
-            var entry = cachedLarge.ceilingEntry(size);
-            if (entry != null && entry.getKey() <= 2 * size) {
-                List<Large> list = entry.getValue();
-                Large large = list.removeLast();
-                if (list.isEmpty()) {
-                    cachedLarge.remove(entry.getKey());
-                }
-                cachedLargeBytes -= large.region.segment().byteSize();
-                return new Lent(this, large.region.segment().asSlice(0, size), large.region, null, large, null);
-            }
-        }
-        Large large = registerDedicated(size);
-        return new Lent(this, large.region.segment(), large.region, null, large, null);
-    }
-
-    private PooledBuffer oneOff(long size) {
-        oneOffRegistrations.increment();
-        Large dedicated = registerDedicated(size);
-        return new Lent(this, dedicated.region.segment(), dedicated.region, null, null, dedicated);
-    }
-
-    private Large registerDedicated(long size) {
-        Arena arena = Arena.ofShared();
-        try {
-            MemorySegment segment = arena.allocate(size, CACHE_LINE);
-            return new Large(arena, transport.register(segment, config.access()));
-        } catch (RuntimeException | Error e) {
-            arena.close();
-            throw e;
-        }
-    }
-
-    private void release(Lent lent) {
-        outstanding.decrementAndGet();
-        if (lent.block != null) {
-            if (!closed.get()) {
-                freeBlocks[lent.block.sizeClass].addFirst(lent.block);
-            }
-            return;
-        }
-        if (lent.large != null) {
-            long size = lent.large.region.segment().byteSize();
-            synchronized (cachedLarge) {
-                if (!closed.get() && cachedLargeBytes + size <= config.maxCachedLargeBytes()) {
-                    cachedLarge.computeIfAbsent(size, k -> new ArrayList<>()).add(lent.large);
-                    cachedLargeBytes += size;
-                    return;
-                }
-            }
-            lent.large.free();
-            return;
-        }
-        lent.oneOff.free();
-    }
+    PooledBuffer acquire(long size);
 
     /** Slab memory registered by the pool. */
-    public long pooledBytes() {
-        return Math.min(pooledBytes.get(), config.maxPooledBytes());
-    }
+    long pooledBytes();
 
     /** Buffers lent and not yet returned. */
-    public long outstandingBuffers() {
-        return outstanding.get();
-    }
+    long outstandingBuffers();
 
     /** Buffers that had to be registered for one use because the pool was full. */
-    public long oneOffRegistrations() {
-        return oneOffRegistrations.sum();
-    }
+    long oneOffRegistrations();
 
     /** Deregisters and frees everything. Buffers still lent become unusable. Idempotent. */
     @Override
-    public void close() {
-        if (!closed.compareAndSet(false, true)) {
-            return;
-        }
-        synchronized (slabs) {
-            slabs.forEach(RegisteredRegion::close);
-            slabs.clear();
-        }
-        synchronized (cachedLarge) {
-            cachedLarge.values().forEach(list -> list.forEach(Large::free));
-            cachedLarge.clear();
-            cachedLargeBytes = 0;
-        }
-        for (ConcurrentLinkedDeque<Block> q : freeBlocks) {
-            q.clear();
-        }
-        slabArena.close();
-    }
-
-    private record Block(MemorySegment segment, RegisteredRegion region, int sizeClass) {
-    }
-
-    private record Large(Arena arena, RegisteredRegion region) {
-        void free() {
-            region.close();
-            arena.close();
-        }
-    }
-
-    private static final class Lent implements PooledBuffer {
-        private final RegisteredBufferPool pool;
-        private final MemorySegment segment;
-        private final RegisteredRegion region;
-        private final Block block;
-        private final Large large;
-        private final Large oneOff;
-        private final AtomicBoolean returned = new AtomicBoolean();
-
-        Lent(RegisteredBufferPool pool, MemorySegment segment, RegisteredRegion region, Block block, Large large, Large oneOff) {
-            this.pool = pool;
-            this.segment = segment;
-            this.region = region;
-            this.block = block;
-            this.large = large;
-            this.oneOff = oneOff;
-        }
-
-        @Override
-        public MemorySegment segment() {
-            return segment;
-        }
-
-        @Override
-        public RegisteredRegion region() {
-            return region;
-        }
-
-        @Override
-        public void close() {
-            if (returned.compareAndSet(false, true)) {
-                pool.release(this);
-            }
-        }
-    }
+    void close();
 }

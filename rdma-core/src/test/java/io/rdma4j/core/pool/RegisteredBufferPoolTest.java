@@ -92,4 +92,14 @@ class RegisteredBufferPoolTest {
         assertThatThrownBy(() -> pool.acquire(10)).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(() -> pool.acquire(0)).isInstanceOf(IllegalArgumentException.class);
     }
+
+    @Test
+    void theTransportClosesItsPools() {
+        pool.acquire(100);
+        assertThat(transport.registeredRegions()).isEqualTo(1);
+        transport.close();
+        assertThat(transport.registeredRegions()).isZero();
+        assertThatThrownBy(() -> pool.acquire(10)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("closed");
+    }
 }

@@ -11,6 +11,7 @@ import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.Access;
 import io.rdma4j.core.metrics.TransportMetrics;
 import io.rdma4j.core.pool.PoolConfig;
+import io.rdma4j.core.pool.PooledBuffer;
 import io.rdma4j.core.pool.RegisteredBufferPool;
 
 import java.lang.foreign.Arena;
@@ -80,7 +81,37 @@ public final class UnavailableRdmaTransport implements RdmaTransport {
 
     @Override
     public RegisteredBufferPool createBufferPool(PoolConfig poolConfig) {
-        throw unavailable();
+        // The pool bean exists while the transport is unavailable; lending a buffer says why it cannot.
+        return new RegisteredBufferPool() {
+            @Override
+            public PoolConfig config() {
+                return poolConfig;
+            }
+
+            @Override
+            public PooledBuffer acquire(long size) {
+                throw unavailable();
+            }
+
+            @Override
+            public long pooledBytes() {
+                return 0;
+            }
+
+            @Override
+            public long outstandingBuffers() {
+                return 0;
+            }
+
+            @Override
+            public long oneOffRegistrations() {
+                return 0;
+            }
+
+            @Override
+            public void close() {
+            }
+        };
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.rdma4j.spring.boot;
 
+import io.rdma4j.core.ProviderUnavailableException;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.metrics.MicrometerMetrics;
@@ -23,6 +24,7 @@ import java.util.Arrays;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class RdmaAutoConfigurationTest {
 
@@ -144,6 +146,9 @@ class RdmaAutoConfigurationTest {
             assertThat(status.up()).isFalse();
             assertThat(status.details()).containsEntry("provider", "none");
             assertThat((String) status.details().get("error")).contains("nosuch");
+            // The pool bean exists without a transport; lending a buffer says why it cannot.
+            assertThatThrownBy(() -> context.getBean(RegisteredBufferPool.class).acquire(4096))
+                    .isInstanceOf(ProviderUnavailableException.class).hasMessageContaining("nosuch");
         });
     }
 

@@ -24,17 +24,24 @@ import java.util.concurrent.TimeUnit;
  * <p>Configured by system properties that the lab modules' poms give surefire: {@code rdma4j.lab.script},
  * {@code rdma4j.lab.classpathFile} (written by dependency:build-classpath), {@code rdma4j.lab.testClasses},
  * {@code rdma4j.lab.classes}, {@code rdma4j.lab.resultsDir}; optional {@code rdma4j.lab.include} (regex of
- * guest test class names, default {@value #DEFAULT_INCLUDE}), {@code rdma4j.lab.devices} (comma-separated
+ * guest test class names, default {@value #DEFAULT_INCLUDE}: every guest test class but the benchmark, which
+ * {@code VerbsBenchmarkLabTest} runs in the {@code bench} profile), {@code rdma4j.lab.devices} (comma-separated
  * device names, default all of {@link LabDevice#ALL}), {@code rdma4j.lab.vmMemory} (guest memory, as
  * {@code RDMA_LAB_VM_MEM}), {@code rdma4j.lab.timeoutSeconds}, {@code rdma4j.lab.guestEnv} (comma-separated
- * {@code NAME=value} exported to the guest JVMs, e.g. Spark's {@code SPARK_HOME}) and
- * {@code rdma4j.lab.guestJvmOptions} (whitespace-separated extra options of the guest JVMs). Other modules (the Spark and Kafka lab
+ * {@code NAME=value} exported to the guest JVMs, e.g. Spark's {@code SPARK_HOME}),
+ * {@code rdma4j.lab.guestJvmOptions} (whitespace-separated extra options of the guest JVMs) and
+ * {@code rdma4j.lab.parallelDevices} (default {@code true}: the devices' guest JVMs run at the same time; the
+ * benchmark always runs them one after the other). Other modules (the Spark and Kafka lab
  * flows) use it through this module's test-jar, each with its own classpath.
  */
 public final class LabRunner {
 
-    public static final String DEFAULT_INCLUDE = ".*GuestTest";
+    /** Every guest test class except {@link #BENCHMARK_INCLUDE}'s: the correctness suite that {@code verify} runs. */
+    public static final String DEFAULT_INCLUDE = ".*(?<!Benchmark)GuestTest";
+    /** The verbs benchmark against perftest (about 20 minutes): run by {@code VerbsBenchmarkLabTest}, profile bench. */
+    public static final String BENCHMARK_INCLUDE = ".*BenchmarkGuestTest";
     public static final String NOT_SET_UP = "soft-RDMA lab not set up: run it/lab/rdma-lab.sh setup (as root)";
+    private static final Duration SETUP_TIMEOUT = Duration.ofMinutes(30);
 
     private static final String CONSOLE_LAUNCHER = "org.junit.platform.console.ConsoleLauncher";
     private static final Duration STATUS_TIMEOUT = Duration.ofSeconds(60);
@@ -49,10 +56,11 @@ public final class LabRunner {
     private final Duration guestTimeout;
     private final List<String> guestEnv;
     private final List<String> guestJvmOptions;
+    private final boolean parallelDevices;
 
     private LabRunner(Path script, List<Path> classpath, Path testClasses, Path resultsDir, String include,
             List<LabDevice> devices, String vmMemory, Duration guestTimeout, List<String> guestEnv,
-            List<String> guestJvmOptions) {
+            List<String> guestJvmOptions, boolean parallelDevices) {
         this.script = script;
         this.classpath = classpath;
         this.testClasses = testClasses;
@@ -63,9 +71,16 @@ public final class LabRunner {
         this.guestTimeout = guestTimeout;
         this.guestEnv = guestEnv;
         this.guestJvmOptions = guestJvmOptions;
+        this.parallelDevices = parallelDevices;
     }
 
+    /** Configured by the system properties, running the guest test classes {@code rdma4j.lab.include} names. */
     public static LabRunner fromSystemProperties() throws IOException {
+        return fromSystemProperties(System.getProperty("rdma4j.lab.include", DEFAULT_INCLUDE));
+    }
+
+    /** Configured by the system properties, running the guest test classes whose names match {@code include}. */
+    public static LabRunner fromSystemProperties(String include) throws IOException {
         Path testClasses = Path.of(required("rdma4j.lab.testClasses"));
         Path classes = Path.of(required("rdma4j.lab.classes"));
         Path classpathFile = Path.of(required("rdma4j.lab.classpathFile"));
@@ -80,14 +95,16 @@ public final class LabRunner {
             }
         }
         return new LabRunner(Path.of(required("rdma4j.lab.script")), List.copyOf(classpath), testClasses,
-                Path.of(required("rdma4j.lab.resultsDir")),
-                System.getProperty("rdma4j.lab.include", DEFAULT_INCLUDE),
+                Path.of(required("rdma4j.lab.resultsDir")), include,
                 devices(System.getProperty("rdma4j.lab.devices", "")),
                 System.getProperty("rdma4j.lab.vmMemory", ""),
-                // the verbs guest classes take ~30 min per boot on a quiet 2-core host, 18 of them the benchmark
+                // the verbs correctness classes take 5-8 min per boot on a 2-core host, the benchmark 20 more
                 Duration.ofSeconds(Long.getLong("rdma4j.lab.timeoutSeconds", 3600)),
                 guestEnv(System.getProperty("rdma4j.lab.guestEnv", "")),
-                words(System.getProperty("rdma4j.lab.guestJvmOptions", "")));
+                words(System.getProperty("rdma4j.lab.guestJvmOptions", "")),
+                // The benchmark pins both sides to the guest's CPUs: a second device's JVM would disturb it.
+                !include.equals(BENCHMARK_INCLUDE)
+                        && Boolean.parseBoolean(System.getProperty("rdma4j.lab.parallelDevices", "true")));
     }
 
     private static List<String> guestEnv(String entries) {
@@ -122,6 +139,31 @@ public final class LabRunner {
         return List.copyOf(chosen);
     }
 
+    /**
+     * Sets the lab up when it is missing ({@code rdma-lab.sh ensure}: as root, else through {@code sudo -n}), so
+     * that the build is the whole set-up; fails with the script's output, which names the command to run as root
+     * when neither works.
+     */
+    public void ensureSetUp() throws IOException, InterruptedException {
+        if (!Files.isExecutable(script)) {
+            throw new AssertionError(NOT_SET_UP + "\n  " + script + " is missing or not executable");
+        }
+        Path log = Files.createTempFile("rdma-lab-ensure", ".log");
+        try {
+            long start = System.nanoTime();
+            int rc = execute(List.of(script.toString(), "ensure"), log, SETUP_TIMEOUT, null, "");
+            String output = Files.readString(log).strip();
+            System.out.println("[LabRunner] rdma-lab.sh ensure: exit status " + rc + " after "
+                    + Duration.ofNanos(System.nanoTime() - start).toSeconds() + " s\n" + output);
+            if (rc != 0) {
+                throw new AssertionError("the soft-RDMA lab could not be set up (rdma-lab.sh ensure, exit status "
+                        + rc + "):\n" + output);
+            }
+        } finally {
+            Files.deleteIfExists(log);
+        }
+    }
+
     /** Why the lab cannot run here ({@code rdma-lab.sh status}), or empty when it can. */
     public Optional<String> notReadyReason() throws IOException, InterruptedException {
         if (!Files.isExecutable(script)) {
@@ -137,12 +179,14 @@ public final class LabRunner {
     }
 
     /**
-     * What every lab host test does: fails (never skips) when the lab cannot run here, boots the guest suite,
+     * What every lab host test does: sets the lab up when it is missing, fails (never skips) when it still cannot
+     * run here, boots the guest suite,
      * and requires that every chosen device ran tests and none failed, errored or was skipped. Soft devices
      * are occasionally flaky (seen with rping on rxe), so one whole new boot is allowed and logged; the
      * assertions themselves never retry.
      */
     public void requireGuestSuitePasses() throws IOException, InterruptedException {
+        ensureSetUp();
         Optional<String> notReady = notReadyReason();
         if (notReady.isPresent()) {
             throw new AssertionError(NOT_SET_UP + "\n  " + notReady.get());
@@ -181,8 +225,8 @@ public final class LabRunner {
     }
 
     /**
-     * The guest script: one JVM per device, each writing its JUnit XML reports under the share. It exits
-     * non-zero when any JVM did.
+     * The guest script: one JVM per device, each writing its JUnit XML reports under the share, all at once
+     * unless {@code rdma4j.lab.parallelDevices=false} or the benchmark runs. It exits non-zero when any JVM did.
      */
     private Path writeGuestScript(Path runDir) throws IOException {
         Path javaLauncher = Path.of(System.getProperty("java.home"), "bin", "java");
@@ -213,11 +257,29 @@ public final class LabRunner {
                     "--details=tree", "--fail-if-no-tests", "--reports-dir=" + reports,
                     "--scan-classpath=" + testClasses, "--include-classname=" + include));
             sh.append("""
-                    echo "LAB-SUITE: %1$s started at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
-                    %2$s
-                    rc=$?; echo "LAB-SUITE: %1$s exit status $rc at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
-                    [ $rc = 0 ] || status=$rc
+                    suite_%1$s() {
+                      echo "LAB-SUITE: %1$s started at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
+                      %2$s
+                      rc=$?; echo "LAB-SUITE: %1$s exit status $rc at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
+                      return $rc
+                    }
                     """.formatted(device.name(), String.join(" ", command.stream().map(LabRunner::quote).toList())));
+        }
+        if (parallelDevices) {
+            // The devices are independent: their JVMs share the guest's two vCPUs, each logging to its own file,
+            // which the console gets whole once both are done.
+            for (LabDevice device : devices) {
+                sh.append("suite_%1$s > %2$s 2>&1 & pid_%1$s=$!\n".formatted(device.name(),
+                        quote(runDir.resolve(device.name() + ".log").toString())));
+            }
+            for (LabDevice device : devices) {
+                sh.append("wait $pid_%1$s; rc=$?; cat %2$s; [ $rc = 0 ] || status=$rc\n".formatted(device.name(),
+                        quote(runDir.resolve(device.name() + ".log").toString())));
+            }
+        } else {
+            for (LabDevice device : devices) {
+                sh.append("suite_%1$s || status=$?\n".formatted(device.name()));
+            }
         }
         sh.append("exit $status\n");
         Path guestScript = runDir.resolve("guest-suite.sh");

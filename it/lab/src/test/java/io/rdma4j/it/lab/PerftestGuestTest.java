@@ -13,7 +13,8 @@ import org.junit.jupiter.api.Test;
 class PerftestGuestTest {
 
     private static final int ITERATIONS = 200;
-    private static final int PORT = 18_600;
+    /** One port per device: the devices' guest JVMs run at the same time. */
+    private static final int BASE_PORT = 18_600;
     private static final Duration RUN_TIMEOUT = Duration.ofSeconds(180);
     private static final Duration LISTEN_TIMEOUT = Duration.ofSeconds(60);
     /** The result row: #bytes #iterations t_min t_max t_typical t_avg ... (microseconds). */
@@ -21,6 +22,7 @@ class PerftestGuestTest {
             "(?m)^\\s*(\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)\\s");
 
     private final LabDevice device = LabDevice.current();
+    private final int port = BASE_PORT + LabDevice.ALL.indexOf(device);
 
     @Test
     void readLatencyCompletesAndReportsALatencyRow() throws Exception {
@@ -48,7 +50,7 @@ class PerftestGuestTest {
     /** ib_read_lat arguments; a server when {@code serverAddress} is null. */
     private String[] perftest(String serverAddress) {
         List<String> args = new ArrayList<>(List.of("ib_read_lat", "-d", device.name(), "-F",
-                "-n", Integer.toString(ITERATIONS), "-p", Integer.toString(PORT)));
+                "-n", Integer.toString(ITERATIONS), "-p", Integer.toString(port)));
         if (device.kind() == LabDevice.Kind.SIW) {
             args.add("-R"); // iWARP connections must be made through rdma_cm
         }
@@ -59,10 +61,10 @@ class PerftestGuestTest {
     }
 
     /** The client fails outright when it connects too early, so wait for the server's TCP listener. */
-    private static void awaitListening(GuestCommand server) throws Exception {
+    private void awaitListening(GuestCommand server) throws Exception {
         long deadline = System.nanoTime() + LISTEN_TIMEOUT.toNanos();
         while (System.nanoTime() < deadline) {
-            String listeners = GuestCommand.run(Duration.ofSeconds(30), "ss", "-Hltn", "sport = :" + PORT)
+            String listeners = GuestCommand.run(Duration.ofSeconds(30), "ss", "-Hltn", "sport = :" + port)
                     .requireSuccess();
             if (!listeners.isBlank()) {
                 return;
@@ -72,7 +74,7 @@ class PerftestGuestTest {
             }
             Thread.sleep(100);
         }
-        throw new AssertionError("ib_read_lat server not listening on port " + PORT + " after " + LISTEN_TIMEOUT
+        throw new AssertionError("ib_read_lat server not listening on port " + port + " after " + LISTEN_TIMEOUT
                 + ":\n" + server.outputSoFar());
     }
 }

@@ -57,7 +57,7 @@ public class RdmaAutoConfiguration {
     @ConditionalOnMissingBean
     public RegisteredBufferPool rdmaBufferPool(RdmaTransport transport, RdmaProperties properties) {
         // Registers nothing until the first acquire, so it exists even while the transport is unavailable.
-        return new RegisteredBufferPool(transport, properties.getPool().toPoolConfig());
+        return transport.createBufferPool(properties.getPool().toPoolConfig());
     }
 
     @Bean(destroyMethod = "close")

@@ -2,17 +2,13 @@ package io.rdma4j.samples.spark;
 
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.TransportConfig;
+import io.rdma4j.it.spark.LocalSparkCluster;
 import org.apache.spark.SparkConf;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.api.java.JavaSparkContext;
 import scala.Tuple2;
 
-import java.io.File;
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Collectors;
@@ -27,39 +23,16 @@ import java.util.stream.IntStream;
  */
 public final class SparkShuffleSample {
 
-    public static void main(String[] args) throws IOException {
+    public static void main(String[] args) {
         if (args.length < 1) {
             System.err.println("usage: SparkShuffleSample <rdma-spark-shuffle-*-shaded.jar>,<this sample's jar> [records]");
             System.exit(2);
         }
         String sparkJars = args[0]; // comma-separated: the shaded rdma4j jar and the job's own jar
         int records = args.length > 1 ? Integer.parseInt(args[1]) : 2_000_000;
-        String home = System.getenv("SPARK_HOME");
-        if (home == null || home.isBlank()) {
-            System.err.println("set SPARK_HOME to an empty directory: the sample links its classpath jars into $SPARK_HOME/jars");
-            System.exit(2);
-        }
-        Path sparkHome = Paths.get(home).toAbsolutePath();
-        Path jars = Files.createDirectories(sparkHome.resolve("jars"));
-        // local-cluster launches executors from $SPARK_HOME/jars: link this JVM's classpath there.
-        for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
-            Path jar = Paths.get(entry).toAbsolutePath();
-            if (entry.endsWith(".jar") && !jar.getFileName().toString().startsWith("rdma-") && !Files.exists(jars.resolve(jar.getFileName()))) {
-                Files.createSymbolicLink(jars.resolve(jar.getFileName()), jar);
-            }
-        }
-        String javaHome = ProcessHandle.current().info().command()
-                .map(c -> Paths.get(c).getParent().getParent().toString()).orElse(System.getProperty("java.home"));
-        SparkConf conf = new SparkConf()
-                .setMaster("local-cluster[2,1,1024]")
-                .setAppName("rdma4j-spark-shuffle-sample")
-                .set("spark.home", sparkHome.toString())
-                .set("spark.jars", sparkJars)
-                .set("spark.executorEnv.JAVA_HOME", javaHome)
-                .set("spark.executorEnv.SPARK_SCALA_VERSION", "2.13")
-                .set("spark.executor.extraJavaOptions", "--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow")
-                .set("spark.driver.host", "127.0.0.1")
-                .set("spark.shuffle.manager", "io.rdma4j.spark.RdmaShuffleManager")
+        // local-cluster launches executors from $SPARK_HOME/jars, which LocalSparkCluster links to this JVM's class path.
+        SparkConf conf = LocalSparkCluster.conf("rdma4j-spark-shuffle-sample", 2, 1024, List.of(sparkJars.split(",")))
+                .set("spark.shuffle.manager", LocalSparkCluster.SHUFFLE_MANAGER)
                 .set("spark.shuffle.rdma.provider", System.getProperty("rdma4j.provider", "auto"))
                 // No silent detour through Spark's own block transfer: the demo shows rdma4j or fails.
                 .set("spark.shuffle.rdma.fallback", "fail");

@@ -1,15 +1,13 @@
 package io.rdma4j.it.bench.spark;
 
+import io.rdma4j.it.spark.LocalSparkCluster;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import scala.Tuple2;
 
-import java.io.File;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -33,14 +31,6 @@ public final class SparkShuffleBench {
         String sparkJars = args[0]; // comma-separated: the shaded rdma4j jar and the job's own jar
         double gib = args.length > 1 ? Double.parseDouble(args[1]) : 1.0;
         String provider = args.length > 2 ? args[2] : "tcp";
-        Path sparkHome = Paths.get(System.getenv("SPARK_HOME")).toAbsolutePath();
-        Path jars = Files.createDirectories(sparkHome.resolve("jars"));
-        for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
-            Path jar = Paths.get(entry).toAbsolutePath();
-            if (entry.endsWith(".jar") && !jar.getFileName().toString().startsWith("rdma-") && !Files.exists(jars.resolve(jar.getFileName()))) {
-                Files.createSymbolicLink(jars.resolve(jar.getFileName()), jar);
-            }
-        }
         long records = (long) (gib * (1L << 30) / RECORD_BYTES);
         int rounds = args.length > 3 ? Integer.parseInt(args[3]) : 2;
         // Alternating order (rdma, spark, spark, rdma, ...) so that warm-up and a busy shared machine
@@ -82,26 +72,13 @@ public final class SparkShuffleBench {
     }
 
     private static Result run(String sparkJars, long records, boolean rdma, String provider) {
-        String javaHome = ProcessHandle.current().info().command()
-                .map(c -> Paths.get(c).getParent().getParent().toString()).orElse(System.getProperty("java.home"));
-        SparkConf conf = new SparkConf()
-                .setMaster("local-cluster[2,1,3072]")
-                .setAppName(rdma ? "bench-rdma4j" : "bench-spark")
-                .set("spark.jars", sparkJars)
-                .set("spark.executorEnv.JAVA_HOME", javaHome)
-                .set("spark.executorEnv.SPARK_SCALA_VERSION", "2.13")
-                .set("spark.executor.extraJavaOptions", "--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow")
-                .set("spark.driver.host", "127.0.0.1")
-                .set("spark.ui.enabled", "false");
+        SparkConf conf = LocalSparkCluster.conf(rdma ? "bench-rdma4j" : "bench-spark", 2, 3072, List.of(sparkJars.split(",")));
         if (rdma) {
-            conf.set("spark.shuffle.manager", "io.rdma4j.spark.RdmaShuffleManager")
+            conf.set("spark.shuffle.manager", LocalSparkCluster.SHUFFLE_MANAGER)
                     .set("spark.shuffle.rdma.provider", provider)
                     .set("spark.shuffle.rdma.fallback", "fail");
         }
-        try (JavaSparkContext sc = new JavaSparkContext(conf)) {
-            while (sc.sc().getExecutorMemoryStatus().size() < 3) {
-                Thread.sleep(100);
-            }
+        try (JavaSparkContext sc = LocalSparkCluster.start(conf, Duration.ofMinutes(2))) {
             AtomicLong fetchWait = new AtomicLong();
             AtomicLong shuffleBytes = new AtomicLong();
             sc.sc().addSparkListener(new SparkListener() {

@@ -1,0 +1,19 @@
+package io.rdma4j.core;
+
+/**
+ * How {@link RdmaTransport#open(TransportConfig)}, {@link RdmaTransport#explain(TransportConfig)} and the
+ * {@link Doctor} reach rdma-core's implementation without naming it: found with {@link java.util.ServiceLoader}
+ * ({@code META-INF/services/io.rdma4j.core.RdmaTransportFactory}), so the API package depends on no
+ * implementation package. Applications call {@link RdmaTransport#open(TransportConfig)} instead.
+ */
+public interface RdmaTransportFactory {
+
+    /** Opens a transport on the provider the config asks for (see {@link RdmaTransport#open(TransportConfig)}). */
+    RdmaTransport open(TransportConfig config);
+
+    /** What {@link #open(TransportConfig)} would choose here and why, without opening anything. */
+    ProviderSelection explain(TransportConfig config);
+
+    /** The doctor's report: this host's RDMA devices, every provider's availability, and the choice. */
+    String doctorReport(TransportConfig config);
+}
