@@ -1,0 +1,50 @@
+package io.rdma4j.core.tcp;
+
+import io.rdma4j.core.ConnectionClosedException;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+
+/** Blocking reads from a connection's socket; used by its reader thread only. */
+final class FrameInput {
+
+    private final SocketChannel channel;
+    private final InetSocketAddress remoteAddress;
+    private final PendingRequests pending;
+    private ByteBuffer scratch;
+
+    FrameInput(SocketChannel channel, InetSocketAddress remoteAddress, PendingRequests pending) {
+        this.channel = channel;
+        this.remoteAddress = remoteAddress;
+        this.pending = pending;
+    }
+
+    ByteBuffer readBody(ByteBuffer body, TcpFrameCodec.Header h) throws IOException {
+        body.clear().limit(h.length());
+        readFully(body);
+        return body.flip();
+    }
+
+    void readFully(ByteBuffer buffer) throws IOException {
+        while (buffer.hasRemaining()) {
+            if (channel.read(buffer) < 0) {
+                throw new ConnectionClosedException(remoteAddress + " closed the connection"
+                        + (pending.isEmpty() ? "" : " with " + pending.size() + " operation(s) pending"));
+            }
+        }
+    }
+
+    /** Reads and discards bytes nobody waits for any more (a failed request's data). */
+    void drain(long length) throws IOException {
+        if (scratch == null) {
+            scratch = ByteBuffer.allocateDirect(64 << 10);
+        }
+        while (length > 0) {
+            scratch.clear().limit((int) Math.min(scratch.capacity(), length));
+            readFully(scratch);
+            length -= scratch.limit();
+        }
+    }
+}

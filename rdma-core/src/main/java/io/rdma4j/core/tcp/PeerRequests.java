@@ -1,0 +1,192 @@
+package io.rdma4j.core.tcp;
+
+import io.rdma4j.core.Access;
+import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.ProtocolException;
+import io.rdma4j.core.RemoteAccessException;
+import io.rdma4j.core.metrics.OperationType;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * The responder side: serves the peer's READs from registered memory and lands its WRITEs there, or
+ * rejects them. Each region stays pinned to the connection while a request uses it, so deregistration
+ * waits for it or revokes it; a revoked region ends the request with an error frame.
+ */
+final class PeerRequests {
+
+    private final TcpConnection connection;
+    private final TcpTransport transport;
+    private final OutgoingFrames frames;
+    private final InetSocketAddress remoteAddress;
+    private final int chunkSize;
+    /** Peer writes being received; touched by the reader thread only (and by releaseAll, after it stopped). */
+    private final Map<Long, PeerWrite> peerWrites = new HashMap<>();
+
+    PeerRequests(TcpConnection connection, TcpTransport transport, OutgoingFrames frames,
+                 InetSocketAddress remoteAddress, int chunkSize) {
+        this.connection = connection;
+        this.transport = transport;
+        this.frames = frames;
+        this.remoteAddress = remoteAddress;
+        this.chunkSize = chunkSize;
+    }
+
+    void serveRead(TcpFrameCodec.Request r) {
+        TcpRegion region;
+        try {
+            region = transport.authorize(connection, r.key(), r.address(), r.length(), Access.REMOTE_READ);
+        } catch (RemoteAccessException e) {
+            reject(r, e);
+            return;
+        }
+        frames.enqueue(new ServeRead(r.id(), region, r.address() - region.segment().address(), r.length()));
+    }
+
+    void acceptWrite(TcpFrameCodec.Request r) {
+        if (peerWrites.containsKey(r.id())) {
+            throw new ProtocolException("peer reused write request id " + r.id());
+        }
+        TcpRegion region;
+        try {
+            region = transport.authorize(connection, r.key(), r.address(), r.length(), Access.REMOTE_WRITE);
+        } catch (RemoteAccessException e) {
+            // Its data frames follow anyway; they are drained as belonging to no live write.
+            reject(r, e);
+            return;
+        }
+        if (r.length() == 0) {
+            region.unpin(connection);
+            transport.metrics().recordServed(OperationType.WRITE, 0);
+            frames.enqueue(new OutgoingFrames.Control(TcpFrameCodec.encodeEmpty(TcpFrameCodec.WRITE_ACK, r.id())));
+            return;
+        }
+        peerWrites.put(r.id(), new PeerWrite(region, r.address() - region.segment().address(), r.length()));
+    }
+
+    void receiveWriteData(TcpFrameCodec.Header h, FrameInput input) throws IOException {
+        PeerWrite w = peerWrites.get(h.id());
+        if (w == null) {
+            input.drain(h.length());
+            return;
+        }
+        if (h.length() > w.length - w.received) {
+            throw new ProtocolException("peer sent more data than its write request " + h.id() + " announced");
+        }
+        if (w.region.isRevoked()) {
+            peerWrites.remove(h.id());
+            w.region.unpin(connection);
+            frames.enqueue(new OutgoingFrames.Control(TcpFrameCodec.encodeError(h.id(),
+                    RemoteAccessException.Reason.RESPONDER_ERROR, "the region was deregistered during the write")));
+            input.drain(h.length());
+            return;
+        }
+        input.readFully(w.region.segment().asSlice(w.offset + w.received, h.length()).asByteBuffer());
+        w.received += h.length();
+        if (w.received == w.length) {
+            peerWrites.remove(h.id());
+            w.region.unpin(connection);
+            transport.metrics().recordServed(OperationType.WRITE, w.length);
+            frames.enqueue(new OutgoingFrames.Control(TcpFrameCodec.encodeEmpty(TcpFrameCodec.WRITE_ACK, h.id())));
+        }
+    }
+
+    private void reject(TcpFrameCodec.Request r, RemoteAccessException e) {
+        String what = (r.type() == TcpFrameCodec.READ_REQ ? "read" : "write") + " of " + r.length() + " bytes by "
+                + remoteAddress + ": " + e.getMessage();
+        transport.rejected(what);
+        frames.enqueue(new OutgoingFrames.Control(TcpFrameCodec.encodeError(r.id(), e.reason(), e.getMessage())));
+    }
+
+    /** Unpins the regions of peer writes still being received; called once the reader stopped. */
+    void releaseAll() {
+        for (PeerWrite pw : peerWrites.values()) {
+            pw.region.unpin(connection);
+        }
+        peerWrites.clear();
+    }
+
+    private static final class PeerWrite {
+        final TcpRegion region;
+        final long offset;
+        final long length;
+        long received;
+
+        PeerWrite(TcpRegion region, long offset, long length) {
+            this.region = region;
+            this.offset = offset;
+            this.length = length;
+        }
+    }
+
+    /** Streams a served read from the registered region, a chunk per turn, checking revocation between chunks. */
+    private final class ServeRead implements OutgoingFrames.Outgoing {
+        final long id;
+        final TcpRegion region;
+        final long offset;
+        final long length;
+        long sent;
+        final AtomicBoolean released = new AtomicBoolean();
+
+        ServeRead(long id, TcpRegion region, long offset, long length) {
+            this.id = id;
+            this.region = region;
+            this.offset = offset;
+            this.length = length;
+        }
+
+        @Override
+        public boolean writeTo(OutgoingFrames frames) throws IOException {
+            if (region.isRevoked()) {
+                release();
+                frames.writeFully(TcpFrameCodec.encodeError(id, RemoteAccessException.Reason.RESPONDER_ERROR,
+                        "the region was deregistered during the read"));
+                return false;
+            }
+            int n = (int) Math.min(chunkSize, length - sent);
+            if (n == 0) {
+                release();
+                transport.metrics().recordServed(OperationType.READ, length);
+                frames.writeFully(TcpFrameCodec.encodeEmpty(TcpFrameCodec.READ_DONE, id));
+                return false;
+            }
+            ByteBuffer data;
+            try {
+                data = region.segment().asSlice(offset + sent, n).asByteBuffer();
+            } catch (RuntimeException e) {
+                // The memory was freed without deregistering it first: refuse instead of crashing.
+                release();
+                frames.writeFully(TcpFrameCodec.encodeError(id, RemoteAccessException.Reason.RESPONDER_ERROR,
+                        "the region's memory is no longer accessible"));
+                return false;
+            }
+            ByteBuffer header = ByteBuffer.allocate(TcpFrameCodec.HEADER_SIZE);
+            TcpFrameCodec.putHeader(header, TcpFrameCodec.READ_DATA, n, id);
+            sent += n;
+            if (sent == length) {
+                frames.writeFully(header.flip(), data, TcpFrameCodec.encodeEmpty(TcpFrameCodec.READ_DONE, id));
+                release();
+                transport.metrics().recordServed(OperationType.READ, length);
+                return false;
+            }
+            frames.writeFully(header.flip(), data);
+            return true;
+        }
+
+        private void release() {
+            if (released.compareAndSet(false, true)) {
+                region.unpin(connection);
+            }
+        }
+
+        @Override
+        public void abort(ConnectionClosedException cause) {
+            release();
+        }
+    }
+}
