@@ -10,11 +10,7 @@ import io.rdma4j.core.RdmaTimeoutException;
 import io.rdma4j.core.ReadRequest;
 import io.rdma4j.core.RegionDescriptor;
 import io.rdma4j.core.RemoteAccessException;
-import io.rdma4j.core.RemoteRequestException;
-import io.rdma4j.core.RequestContext;
-import io.rdma4j.core.RequestHandler;
 import io.rdma4j.core.RequestHandlers;
-import io.rdma4j.core.RequestRefusedException;
 import io.rdma4j.core.metrics.OperationType;
 import io.rdma4j.core.spi.ConnectionEvents;
 import io.rdma4j.core.spi.ProviderConnection;
@@ -22,66 +18,58 @@ import io.rdma4j.core.spi.ProviderConnection;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
 /**
- * The provider-independent connection: checks, back-pressure, timeouts, splitting, metrics, the
- * inbox of two-sided messages and the request/reply channel on top of them (every message carries a
- * {@link MessageHeader}).
+ * The provider-independent connection: one-sided operations (checks, back-pressure, timeouts, splitting,
+ * metrics), and the coordinator of its two-sided parts, which share the operation slots and the close: every
+ * message carries a {@link MessageHeader} and goes to the {@link MessageInbox}, the {@link PendingRequests}
+ * awaiting replies, or the {@link RequestDispatcher} serving the peer's requests.
  *
- * <p>A peer may have at most max-outstanding-operations requests in this side's handlers at once; further
- * requests get a {@link RemoteRequestException.Status#BUSY} reply and the connection stays open (a peer that
- * runs the same rdma4j with the same limit never sees one: its requests hold operation slots until replied).
+ * <p>The close lock guards the transition to closed, so no receiver or request starts waiting after the
+ * close has failed the waiting ones. A request holds an operation slot until replied, so a peer that runs
+ * the same rdma4j with the same limit never gets a BUSY reply.
  */
 final class DefaultConnection implements RdmaConnection, ConnectionEvents {
 
     private static final System.Logger LOG = System.getLogger(DefaultConnection.class.getName());
 
-    /** A peer may queue this many unreceived messages; more means it ignores flow control. */
-    static final int MAX_UNRECEIVED_MESSAGES = 4096;
     private static final int BATCH_GROUP = 64;
 
     private final DefaultRdmaTransport transport;
     private final ProviderConnection pc;
-    private final Semaphore permits;
-    private final AtomicInteger outstanding = new AtomicInteger();
+    private final OperationSlots slots;
     private final Duration timeout;
     private final long timeoutNanos; // read by every operation: Duration.toNanos() checks for overflow each time
-    private final ArrayDeque<ByteBuffer> inbox = new ArrayDeque<>();
-    private final ArrayDeque<CompletableFuture<ByteBuffer>> waiters = new ArrayDeque<>();
+    private final Object closeLock = new Object();
+    /** Written under the close lock; the first cause wins. */
     private volatile RdmaException closedCause;
-    private final RequestHandlers handlers;
-    private final Peer peer;
-    private final AtomicLong lastCorrelationId = new AtomicLong();
-    /** Requests sent and not yet answered; whoever removes one settles it. */
-    private final Map<Long, PendingRequest> pending = new ConcurrentHashMap<>();
-    /** The peer's requests this side's handlers have not answered yet. */
-    private final AtomicInteger serving = new AtomicInteger();
+    private final MessageInbox inbox;
+    private final PendingRequests requests;
+    private final RequestDispatcher dispatcher;
 
     DefaultConnection(DefaultRdmaTransport transport, ProviderConnection pc, RequestHandlers handlers) {
         this.transport = transport;
         this.pc = pc;
-        this.handlers = handlers;
-        this.peer = new Peer(pc.remoteAddress(), transport.provider(), Optional.empty());
-        this.permits = new Semaphore(transport.config().maxOutstandingOperations());
         this.timeout = transport.config().operationTimeout();
         this.timeoutNanos = timeout.toNanos();
+        Supplier<RdmaException> closedFailure = () -> {
+            RdmaException cause = closedCause;
+            return cause == null ? null : closed(cause);
+        };
+        this.slots = new OperationSlots(transport.config().maxOutstandingOperations(), timeout, transport.metrics(),
+                closedFailure, this);
+        this.inbox = new MessageInbox(closeLock, closedFailure, transport.completions());
+        this.requests = new PendingRequests(this, pc, transport, slots, closeLock, closedFailure);
+        Peer peer = new Peer(pc.remoteAddress(), transport.provider(), Optional.empty());
+        this.dispatcher = new RequestDispatcher(this, pc, transport, handlers, peer);
     }
 
     // ---- one-sided ----
@@ -106,7 +94,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
                 List<Op> group = ops.subList(from, Math.min(ops.size(), from + BATCH_GROUP));
                 results.addAll(startGroup(OperationType.READ, group));
             }
-            return allOf(results);
+            return Futures.allOf(results);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
@@ -119,7 +107,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         DefaultRegion local = transport.localRegion(sink, Access.LOCAL_WRITE);
         if (sink.byteSize() > transport.maxOperationLength()) {
             // split into several operations: the asynchronous path knows how
-            awaitResult(read(remote, remoteOffset, sink));
+            Futures.awaitResult(read(remote, remoteOffset, sink));
             return;
         }
         Tracker t = begin(OperationType.READ, sink.byteSize(), local);
@@ -136,33 +124,8 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         }
         Throwable cause = t.settle(op.isCompletedExceptionally() ? op.exceptionNow() : null);
         if (cause != null) {
-            throw rethrowable(cause);
+            throw Futures.rethrowable(cause);
         }
-    }
-
-    /** Waits for a user-facing future without giving up on interrupts; throws what it failed with. */
-    private static void awaitResult(CompletableFuture<Void> f) {
-        boolean interrupted = false;
-        try {
-            while (true) {
-                try {
-                    f.get();
-                    return;
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                } catch (java.util.concurrent.ExecutionException e) {
-                    throw rethrowable(unwrap(e.getCause()));
-                }
-            }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
-    private static RuntimeException rethrowable(Throwable cause) {
-        return cause instanceof RuntimeException r ? r : new RdmaException(cause.getMessage(), cause);
     }
 
     @Override
@@ -178,7 +141,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
                 results.add(start(OperationType.WRITE, op.local.byteSize(), op.region,
                         () -> pc.write(op.remoteAddress, op.key, op.local, op.region.providerRegion())));
             }
-            return allOf(results);
+            return Futures.allOf(results);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
@@ -306,33 +269,13 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
 
     /** Takes a back-pressure permit and pins the local region; the tracker gives both back. */
     private Tracker begin(OperationType type, long bytes, DefaultRegion region) {
-        acquirePermit();
+        slots.acquire();
         if (region != null && !region.pin()) {
-            permits.release();
+            slots.cancel();
             throw new IllegalStateException("the local region was closed");
         }
-        outstanding.incrementAndGet();
-        transport.metrics().operationStarted();
+        slots.occupy();
         return new Tracker(type, bytes, region);
-    }
-
-    private void acquirePermit() {
-        boolean acquired;
-        try {
-            acquired = permits.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new RdmaException("interrupted while waiting for an operation slot", e);
-        }
-        if (!acquired) {
-            throw new RdmaTimeoutException("no operation slot freed within " + timeout + " ("
-                    + transport.config().maxOutstandingOperations() + " operations outstanding on " + this + ")");
-        }
-        RdmaException cause = closedCause;
-        if (cause != null) {
-            permits.release();
-            throw closed(cause);
-        }
     }
 
     /** One provider operation in flight: times it out, and completes the user's future off the I/O thread. */
@@ -386,13 +329,11 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
 
         /** Gives the slot and the pin back, records metrics; the cause the user sees, or null. */
         Throwable settle(Throwable error) {
-            // Decrement before releasing the slot, so outstandingOperations() never exceeds the limit.
-            outstanding.decrementAndGet();
-            permits.release();
+            slots.free();
             if (region != null) {
                 region.unpin();
             }
-            Throwable cause = error == null ? null : unwrap(error);
+            Throwable cause = error == null ? null : Futures.unwrap(error);
             if (cause != null && timedOut != null) {
                 cause = timedOut;
             }
@@ -405,32 +346,6 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
             transport.metrics().operationFinished(type, bytes, System.nanoTime() - startNanos, cause == null);
             return cause;
         }
-    }
-
-    private static Throwable unwrap(Throwable t) {
-        while (t instanceof CompletionException && t.getCause() != null) {
-            t = t.getCause();
-        }
-        return t;
-    }
-
-    private static CompletableFuture<Void> allOf(List<CompletableFuture<Void>> futures) {
-        if (futures.size() == 1) {
-            return futures.getFirst();
-        }
-        CompletableFuture<Void> all = CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new));
-        // Fail with the first failure itself, not a CompletionException wrapper.
-        return all.handle((v, error) -> {
-            if (error != null) {
-                for (CompletableFuture<Void> f : futures) {
-                    if (f.isCompletedExceptionally()) {
-                        throw new CompletionException(unwrap(f.exceptionNow()));
-                    }
-                }
-                throw new CompletionException(unwrap(error));
-            }
-            return null;
-        });
     }
 
     private record Op(long remoteAddress, long key, MemorySegment local, DefaultRegion region) {
@@ -453,7 +368,8 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         }
     }
 
-    private CompletableFuture<Void> sendFramed(ByteBuffer framed, int bodySize) {
+    /** Sends a message already framed by {@link MessageHeader}; it holds an operation slot until sent. */
+    CompletableFuture<Void> sendFramed(ByteBuffer framed, int bodySize) {
         try {
             checkOpen();
             return start(OperationType.SEND, bodySize, null, () -> pc.send(framed));
@@ -464,18 +380,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
 
     @Override
     public CompletableFuture<ByteBuffer> receive() {
-        synchronized (inbox) {
-            ByteBuffer next = inbox.pollFirst();
-            if (next != null) {
-                return CompletableFuture.completedFuture(next);
-            }
-            if (closedCause != null) {
-                return CompletableFuture.failedFuture(closed(closedCause));
-            }
-            CompletableFuture<ByteBuffer> waiter = new CompletableFuture<>();
-            waiters.addLast(waiter);
-            return waiter;
-        }
+        return inbox.receive();
     }
 
     @Override
@@ -490,72 +395,45 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         ByteBuffer body = message.slice();
         transport.metrics().recordCompleted(OperationType.RECEIVE, body.remaining(), 0, true);
         switch (header.kind()) {
-            case MessageHeader.REQUEST -> serve(header, body);
-            case MessageHeader.REPLY -> replied(header, body);
-            default -> deliver(body);
+            case MessageHeader.REQUEST -> dispatcher.serve(header, body);
+            case MessageHeader.REPLY -> requests.replied(header, body);
+            default -> {
+                if (!inbox.offer(body)) {
+                    closeWith(new RdmaException("peer sent more than " + MessageInbox.MAX_UNRECEIVED_MESSAGES
+                            + " messages that were not received; closing " + this));
+                }
+            }
         }
     }
 
     /** The peer broke the message protocol: count it, say so, and close as for any protocol violation. */
-    private void refuse(ProtocolException violation) {
+    void refuse(ProtocolException violation) {
         transport.metrics().recordRejected();
         LOG.log(System.Logger.Level.WARNING, "closing " + this + ": " + violation.getMessage());
         closeWith(violation);
-    }
-
-    private void deliver(ByteBuffer message) {
-        CompletableFuture<ByteBuffer> waiter;
-        synchronized (inbox) {
-            waiter = waiters.pollFirst();
-            if (waiter == null) {
-                if (inbox.size() >= MAX_UNRECEIVED_MESSAGES) {
-                    waiter = null;
-                } else {
-                    inbox.addLast(message.asReadOnlyBuffer());
-                    return;
-                }
-            }
-        }
-        if (waiter == null) {
-            closeWith(new RdmaException("peer sent more than " + MAX_UNRECEIVED_MESSAGES
-                    + " messages that were not received; closing " + this));
-            return;
-        }
-        CompletableFuture<ByteBuffer> w = waiter;
-        ByteBuffer m = message.asReadOnlyBuffer();
-        transport.completions().execute(() -> w.complete(m));
     }
 
     @Override
     public void onClosed(Throwable cause) {
         RdmaException reason = cause instanceof RdmaException r ? r
                 : new ConnectionClosedException("connection to " + pc.remoteAddress() + " failed", cause);
-        List<CompletableFuture<ByteBuffer>> toFail;
-        List<PendingRequest> unanswered = new ArrayList<>();
-        synchronized (inbox) {
+        List<CompletableFuture<ByteBuffer>> receivers;
+        List<PendingRequests.PendingRequest> unanswered;
+        synchronized (closeLock) {
             if (closedCause == null) {
                 closedCause = reason;
             }
-            toFail = new ArrayList<>(waiters);
-            waiters.clear();
-            for (Long id : List.copyOf(pending.keySet())) {
-                PendingRequest p = pending.remove(id);
-                if (p != null) {
-                    unanswered.add(p);
-                }
-            }
+            receivers = inbox.takeWaiters();
+            unanswered = requests.takeAll();
         }
         RdmaException failure = closed(closedCause);
-        for (CompletableFuture<ByteBuffer> w : toFail) {
-            transport.completions().execute(() -> w.completeExceptionally(failure));
-        }
-        for (PendingRequest p : unanswered) {
-            p.settle(null, failure);
-        }
+        inbox.fail(receivers, failure);
+        requests.fail(unanswered, failure);
         transport.connectionClosed(this);
     }
 
-    private static RdmaException closed(RdmaException cause) {
+    /** The exception for operations on a connection closed by {@code cause}. */
+    static RdmaException closed(RdmaException cause) {
         return cause instanceof ConnectionClosedException || cause instanceof RdmaTimeoutException ? cause
                 : new ConnectionClosedException("connection closed: " + cause.getMessage(), cause);
     }
@@ -564,197 +442,21 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
 
     @Override
     public CompletableFuture<ByteBuffer> request(int type, ByteBuffer body) {
-        try {
-            checkOpen();
-            int size = body.remaining();
-            int max = transport.config().maxMessageSize();
-            if (size > max) {
-                throw new IllegalArgumentException("request body of " + size + " bytes exceeds max-message-size " + max
-                        + "; send less per request or raise max-message-size on both peers");
-            }
-            long id = lastCorrelationId.incrementAndGet();
-            ByteBuffer framed = MessageHeader.frame(MessageHeader.REQUEST, 0, type, id, body);
-            acquirePermit();
-            outstanding.incrementAndGet();
-            transport.metrics().operationStarted();
-            PendingRequest p = new PendingRequest(id, type, size);
-            p.timer = transport.timers().schedule(p::onTimeout, timeoutNanos, TimeUnit.NANOSECONDS);
-            RdmaException closedBefore;
-            synchronized (inbox) {
-                closedBefore = closedCause;
-                if (closedBefore == null) {
-                    pending.put(id, p);
-                }
-            }
-            if (closedBefore != null) {
-                p.settle(null, closed(closedBefore));
-                return p.result;
-            }
-            CompletableFuture<Void> sent;
-            try {
-                sent = pc.send(framed);
-            } catch (RuntimeException e) {
-                sent = CompletableFuture.failedFuture(e);
-            }
-            sent.whenComplete((v, error) -> {
-                if (error != null && pending.remove(id, p)) {
-                    p.settle(null, unwrap(error));
-                }
-            });
-            return p.result;
-        } catch (RuntimeException e) {
-            return CompletableFuture.failedFuture(e);
-        }
-    }
-
-    /** A request waiting for its reply: it holds an operation slot until settled, exactly once. */
-    private final class PendingRequest {
-        private final long id;
-        private final int type;
-        private final int bytes;
-        private final long startNanos = System.nanoTime();
-        private final CompletableFuture<ByteBuffer> result = new CompletableFuture<>();
-        private volatile ScheduledFuture<?> timer;
-        private volatile RdmaTimeoutException timedOut;
-
-        PendingRequest(long id, int type, int bytes) {
-            this.id = id;
-            this.type = type;
-            this.bytes = bytes;
-        }
-
-        void onTimeout() {
-            if (pending.get(id) != this) {
-                return; // answered (or failed) as the timer fired
-            }
-            timedOut = new RdmaTimeoutException("request of type 0x" + Integer.toHexString(type) + " got no reply within "
-                    + timeout + "; closing " + DefaultConnection.this + " (peer unresponsive)");
-            closeWith(timedOut);
-        }
-
-        void settle(ByteBuffer reply, Throwable failure) {
-            ScheduledFuture<?> t = timer;
-            if (t != null) {
-                t.cancel(false);
-            }
-            outstanding.decrementAndGet();
-            permits.release();
-            Throwable cause = failure != null && timedOut != null ? timedOut : failure;
-            transport.metrics().operationFinished(OperationType.SEND, bytes, System.nanoTime() - startNanos, cause == null);
-            transport.completions().execute(() -> {
-                if (cause == null) {
-                    result.complete(reply);
-                } else {
-                    result.completeExceptionally(cause);
-                }
-            });
-        }
-    }
-
-    private void replied(MessageHeader header, ByteBuffer body) {
-        PendingRequest p = pending.remove(header.correlationId());
-        if (p == null || p.type != header.type()) {
-            ProtocolException violation = new ProtocolException("peer replied to request " + header.correlationId()
-                    + " of type 0x" + Integer.toHexString(header.type()) + ", which is not in flight on this connection");
-            refuse(violation);
-            if (p != null) {
-                p.settle(null, closed(violation));
-            }
-            return;
-        }
-        if (header.status() == MessageHeader.OK) {
-            p.settle(body.asReadOnlyBuffer(), null);
-            return;
-        }
-        RemoteRequestException.Status status = header.errorStatus();
-        String reason = StandardCharsets.UTF_8.decode(body).toString();
-        p.settle(null, new RemoteRequestException(status, reason, pc.remoteAddress() + " answered the request of type 0x"
-                + Integer.toHexString(p.type) + " with " + status + ": " + reason));
-    }
-
-    /** A peer's request: handed to its handler on a completion thread, never run on the provider's thread. */
-    private void serve(MessageHeader header, ByteBuffer body) {
-        RequestHandler handler = handlers.handler(header.type());
-        if (handler == null) {
-            replyLater(MessageHeader.errorReply(header.type(), header.correlationId(), RemoteRequestException.Status.UNKNOWN_TYPE,
-                    "no handler for request type 0x" + Integer.toHexString(header.type()) + " at " + pc.localAddress()
-                            + "; check that the peer runs the component that serves it"), 0);
-            return;
-        }
-        int limit = transport.config().maxOutstandingOperations();
-        if (serving.incrementAndGet() > limit) {
-            serving.decrementAndGet();
-            replyLater(MessageHeader.errorReply(header.type(), header.correlationId(), RemoteRequestException.Status.BUSY,
-                    "more than " + limit + " requests of this connection are in progress; wait for replies before sending more"), 0);
-            return;
-        }
-        ByteBuffer request = body.asReadOnlyBuffer();
-        transport.completions().execute(() -> {
-            CompletionStage<ByteBuffer> reply;
-            try {
-                reply = handler.handle(request, new RequestContext(header.type(), peer));
-                if (reply == null) {
-                    reply = CompletableFuture.failedFuture(new NullPointerException("the handler returned no reply stage"));
-                }
-            } catch (Throwable e) {
-                reply = CompletableFuture.failedFuture(e);
-            }
-            reply.whenComplete((answer, error) -> transport.completions().execute(() -> {
-                serving.decrementAndGet();
-                ByteBuffer framed = replyTo(header, answer, error);
-                sendFramed(framed, framed.remaining() - MessageHeader.SIZE).whenComplete((v, sendFailure) -> {
-                    if (sendFailure != null) {
-                        LOG.log(System.Logger.Level.DEBUG, "reply to " + peer.address() + " not sent: " + sendFailure);
-                    }
-                });
-            }));
-        });
-    }
-
-    private void replyLater(ByteBuffer framed, int bodySize) {
-        transport.completions().execute(() -> sendFramed(framed, bodySize));
-    }
-
-    /** The framed reply to a handler's outcome; failures become error replies that reveal no internals. */
-    private ByteBuffer replyTo(MessageHeader request, ByteBuffer answer, Throwable error) {
-        int type = request.type();
-        long id = request.correlationId();
-        String what = "request of type 0x" + Integer.toHexString(type) + " from " + peer.address();
-        if (error != null) {
-            Throwable cause = unwrap(error);
-            if (cause instanceof RequestRefusedException || cause instanceof ProtocolException) {
-                return MessageHeader.errorReply(type, id, RemoteRequestException.Status.REFUSED, String.valueOf(cause.getMessage()));
-            }
-            LOG.log(System.Logger.Level.WARNING, "the handler of a " + what + " failed", cause);
-            return MessageHeader.errorReply(type, id, RemoteRequestException.Status.HANDLER_FAILED, "the handler failed ("
-                    + cause.getClass().getSimpleName() + "); its details are in the serving side's log");
-        }
-        if (answer == null) {
-            LOG.log(System.Logger.Level.WARNING, "the handler of a " + what + " completed with no reply");
-            return MessageHeader.errorReply(type, id, RemoteRequestException.Status.HANDLER_FAILED,
-                    "the handler completed with no reply; its details are in the serving side's log");
-        }
-        int max = transport.config().maxMessageSize();
-        if (answer.remaining() > max) {
-            LOG.log(System.Logger.Level.WARNING, "the reply of " + answer.remaining() + " bytes to a " + what
-                    + " exceeds max-message-size " + max);
-            return MessageHeader.errorReply(type, id, RemoteRequestException.Status.TOO_LARGE, "the reply of "
-                    + answer.remaining() + " bytes exceeds the serving side's max-message-size " + max);
-        }
-        return MessageHeader.frame(MessageHeader.REPLY, MessageHeader.OK, type, id, answer);
+        return requests.request(type, body);
     }
 
     // ---- lifecycle ----
 
-    private void checkOpen() {
+    void checkOpen() {
         RdmaException cause = closedCause;
         if (cause != null) {
             throw closed(cause);
         }
     }
 
-    private void closeWith(RdmaException cause) {
-        synchronized (inbox) {
+    /** Closes with {@code cause} unless closed already; operations fail with it from now on. */
+    void closeWith(RdmaException cause) {
+        synchronized (closeLock) {
             if (closedCause == null) {
                 closedCause = cause;
             }
@@ -784,7 +486,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
 
     @Override
     public int outstandingOperations() {
-        return outstanding.get();
+        return slots.outstanding();
     }
 
     @Override

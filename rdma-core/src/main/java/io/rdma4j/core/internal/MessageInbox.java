@@ -1,0 +1,85 @@
+package io.rdma4j.core.internal;
+
+import io.rdma4j.core.RdmaException;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.function.Supplier;
+
+/**
+ * Plain two-sided messages of one connection that the application has not received yet, and the receivers
+ * waiting for one. Guarded by the connection's close lock, so no receiver starts waiting after the close has
+ * failed the waiting ones.
+ */
+final class MessageInbox {
+
+    /** A peer may queue this many unreceived messages; more means it ignores flow control. */
+    static final int MAX_UNRECEIVED_MESSAGES = 4096;
+
+    private final Object closeLock;
+    /** Under the close lock: null while the connection is open, else the exception for receivers. */
+    private final Supplier<RdmaException> closedFailure;
+    private final Executor completions;
+    private final ArrayDeque<ByteBuffer> messages = new ArrayDeque<>();
+    private final ArrayDeque<CompletableFuture<ByteBuffer>> waiters = new ArrayDeque<>();
+
+    MessageInbox(Object closeLock, Supplier<RdmaException> closedFailure, Executor completions) {
+        this.closeLock = closeLock;
+        this.closedFailure = closedFailure;
+        this.completions = completions;
+    }
+
+    CompletableFuture<ByteBuffer> receive() {
+        synchronized (closeLock) {
+            ByteBuffer next = messages.pollFirst();
+            if (next != null) {
+                return CompletableFuture.completedFuture(next);
+            }
+            RdmaException closed = closedFailure.get();
+            if (closed != null) {
+                return CompletableFuture.failedFuture(closed);
+            }
+            CompletableFuture<ByteBuffer> waiter = new CompletableFuture<>();
+            waiters.addLast(waiter);
+            return waiter;
+        }
+    }
+
+    /**
+     * Hands {@code message} to the oldest waiting receiver, on a completion thread, or queues it; false when
+     * {@value #MAX_UNRECEIVED_MESSAGES} messages are queued already, and the caller must close the connection.
+     */
+    boolean offer(ByteBuffer message) {
+        CompletableFuture<ByteBuffer> waiter;
+        synchronized (closeLock) {
+            waiter = waiters.pollFirst();
+            if (waiter == null) {
+                if (messages.size() >= MAX_UNRECEIVED_MESSAGES) {
+                    return false;
+                }
+                messages.addLast(message.asReadOnlyBuffer());
+                return true;
+            }
+        }
+        ByteBuffer m = message.asReadOnlyBuffer();
+        completions.execute(() -> waiter.complete(m));
+        return true;
+    }
+
+    /** Under the close lock, once the connection is closed: the receivers to fail. */
+    List<CompletableFuture<ByteBuffer>> takeWaiters() {
+        List<CompletableFuture<ByteBuffer>> taken = new ArrayList<>(waiters);
+        waiters.clear();
+        return taken;
+    }
+
+    void fail(List<CompletableFuture<ByteBuffer>> receivers, RdmaException failure) {
+        for (CompletableFuture<ByteBuffer> w : receivers) {
+            completions.execute(() -> w.completeExceptionally(failure));
+        }
+    }
+}
