@@ -12,10 +12,10 @@ final class FrameInput {
 
     private final SocketChannel channel;
     private final InetSocketAddress remoteAddress;
-    private final PendingRequests pending;
+    private final PendingOperations pending;
     private ByteBuffer scratch;
 
-    FrameInput(SocketChannel channel, InetSocketAddress remoteAddress, PendingRequests pending) {
+    FrameInput(SocketChannel channel, InetSocketAddress remoteAddress, PendingOperations pending) {
         this.channel = channel;
         this.remoteAddress = remoteAddress;
         this.pending = pending;

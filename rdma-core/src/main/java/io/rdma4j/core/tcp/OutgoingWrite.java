@@ -9,7 +9,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 /** Sends a write request and its data, a chunk per turn; stops early once the peer refused it. */
 final class OutgoingWrite implements OutgoingFrames.Outgoing {
-    private final PendingRequests.PendingWrite op;
+    private final PendingOperations.PendingWrite op;
     private final long remoteAddress;
     private final long key;
     private final MemorySegment source;
@@ -18,7 +18,7 @@ final class OutgoingWrite implements OutgoingFrames.Outgoing {
     private long sent;
     private final AtomicBoolean done = new AtomicBoolean();
 
-    OutgoingWrite(PendingRequests.PendingWrite op, long remoteAddress, long key, MemorySegment source, int chunkSize) {
+    OutgoingWrite(PendingOperations.PendingWrite op, long remoteAddress, long key, MemorySegment source, int chunkSize) {
         this.op = op;
         this.remoteAddress = remoteAddress;
         this.key = key;

@@ -19,7 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * One tcp connection, symmetric: each side issues requests ({@link PendingRequests}) and serves the peer's
+ * One tcp connection, symmetric: each side issues requests ({@link PendingOperations}) and serves the peer's
  * ({@link PeerRequests}). Exactly one reader thread reads and dispatches (moving data straight from the
  * socket into sinks and written regions), and one writer thread drains {@link OutgoingFrames} (streaming
  * served reads straight from registered memory), so a side never blocks reading while its peer blocks
@@ -37,7 +37,7 @@ final class TcpConnection implements ProviderConnection {
     private final InetSocketAddress localAddress;
     private final int chunkSize;
     private final int maxMessageSize;
-    private final PendingRequests pending;
+    private final PendingOperations pending;
     private final OutgoingFrames outgoing;
     private final PeerRequests peerRequests;
     private final Object lock = new Object();
@@ -55,7 +55,7 @@ final class TcpConnection implements ProviderConnection {
         this.localAddress = (InetSocketAddress) channel.getLocalAddress();
         this.chunkSize = transport.options().chunkSize();
         this.maxMessageSize = transport.config().maxMessageSize();
-        this.pending = new PendingRequests(this, remoteAddress);
+        this.pending = new PendingOperations(this, remoteAddress);
         this.outgoing = new OutgoingFrames(this, channel);
         this.peerRequests = new PeerRequests(this, transport, outgoing, remoteAddress, chunkSize);
     }
@@ -81,7 +81,7 @@ final class TcpConnection implements ProviderConnection {
 
     @Override
     public CompletableFuture<Void> read(long remoteAddress, long remoteKey, MemorySegment sink, ProviderRegion localRegion) {
-        PendingRequests.PendingRead p = pending.newRead(sink);
+        PendingOperations.PendingRead p = pending.newRead(sink);
         if (pending.track(p)) {
             outgoing.enqueue(new OutgoingFrames.Control(
                     TcpFrameCodec.encodeRequest(TcpFrameCodec.READ_REQ, p.id, remoteAddress, sink.byteSize(), remoteKey)));
@@ -95,7 +95,7 @@ final class TcpConnection implements ProviderConnection {
         List<CompletableFuture<Void>> results = new ArrayList<>(reads.size());
         List<ByteBuffer> requests = new ArrayList<>(reads.size());
         for (ProviderRead r : reads) {
-            PendingRequests.PendingRead p = pending.newRead(r.sink());
+            PendingOperations.PendingRead p = pending.newRead(r.sink());
             results.add(p.future);
             if (pending.track(p)) {
                 requests.add(TcpFrameCodec.encodeRequest(TcpFrameCodec.READ_REQ, p.id, r.remoteAddress(), r.sink().byteSize(), r.remoteKey()));
@@ -109,7 +109,7 @@ final class TcpConnection implements ProviderConnection {
 
     @Override
     public CompletableFuture<Void> write(long remoteAddress, long remoteKey, MemorySegment source, ProviderRegion localRegion) {
-        PendingRequests.PendingWrite p = pending.newWrite();
+        PendingOperations.PendingWrite p = pending.newWrite();
         if (pending.track(p)) {
             outgoing.enqueue(new OutgoingWrite(p, remoteAddress, remoteKey, source, chunkSize));
         }

@@ -17,14 +17,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * The requester side's table of READs and WRITEs awaiting the peer's answer, keyed by request id, and the
  * handling of the answer frames. Read data lands straight in the request's sink, on the reader thread.
  */
-final class PendingRequests {
+final class PendingOperations {
 
     private final TcpConnection connection;
     private final InetSocketAddress remoteAddress;
     private final AtomicLong ids = new AtomicLong();
     private final Map<Long, Pending> pending = new ConcurrentHashMap<>();
 
-    PendingRequests(TcpConnection connection, InetSocketAddress remoteAddress) {
+    PendingOperations(TcpConnection connection, InetSocketAddress remoteAddress) {
         this.connection = connection;
         this.remoteAddress = remoteAddress;
     }
