@@ -27,7 +27,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * exported API ({@code io.rdma4j.core}, {@code .spi}, {@code .pool}, {@code .metrics}): never the implementation
  * ({@code io.rdma4j.core.internal}), a provider ({@code io.rdma4j.core.tcp}, {@code io.rdma4j.core.verbs}) or the
  * generated bindings ({@code io.rdma4j.nativeloader.bindings}). References count in code (imports and qualified
- * names), not in comments or string literals.
+ * names), not in comments or string literals. No hand-written main class is over {@value #MAX_HAND_WRITTEN_LINES}
+ * lines.
  */
 class ArchitectureTest {
 
@@ -80,6 +81,30 @@ class ArchitectureTest {
         }
         assertThat(violations).as("integrations must use only rdma-core's exported API (io.rdma4j.core, .spi, .pool,"
                 + " .metrics): open transports with RdmaTransport.open, pools with transport.createBufferPool").isEmpty();
+    }
+
+    /** Hand-written main classes stay small enough to read whole; generated bindings are exempt. */
+    static final int MAX_HAND_WRITTEN_LINES = 550;
+
+    @Test
+    void noHandWrittenMainClassIsOversized() throws IOException {
+        List<String> oversized = new ArrayList<>();
+        try (Stream<Path> modules = Files.list(REPOSITORY)) {
+            for (Path module : modules.filter(p -> p.getFileName().toString().startsWith("rdma-")).sorted().toList()) {
+                for (Path source : javaSources(module.resolve("src/main/java"))) {
+                    if (source.toString().contains("/nativeloader/bindings/")) {
+                        continue;
+                    }
+                    long lines = read(source).lines().count();
+                    if (lines > MAX_HAND_WRITTEN_LINES) {
+                        oversized.add(REPOSITORY.relativize(source) + " (" + lines + " lines)");
+                    }
+                }
+            }
+        }
+        assertThat(oversized).as("hand-written main classes over " + MAX_HAND_WRITTEN_LINES + " lines: split each into"
+                + " pieces that own one job (as the verbs provider's QueuePairResources, MessageChannel, CompletionPolling)")
+                .isEmpty();
     }
 
     @Test
