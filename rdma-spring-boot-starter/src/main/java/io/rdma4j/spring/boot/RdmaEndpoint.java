@@ -5,15 +5,30 @@ import io.rdma4j.core.RdmaTransport;
 import org.springframework.context.SmartLifecycle;
 
 import java.net.InetSocketAddress;
+import java.util.concurrent.CountDownLatch;
 
 /**
  * The listening endpoint peers connect to: it answers directory lookups for the regions the
- * {@link RdmaTemplate} publishes, and peers then read those regions one-sided. Started after every
- * singleton (so {@link RdmaRegion} methods have published), stopped before any bean is destroyed:
- * it stops accepting, then closes the lookup connections; regions are deregistered afterwards when
- * the template is destroyed, and the transport closes last.
+ * {@link RdmaTemplate} publishes, and peers then read those regions one-sided.
+ *
+ * <p>A server in the context's lifecycle: it starts after every singleton exists (so {@link RdmaRegion}
+ * methods have published) and stops in {@link #PHASE}, just after the web server's graceful shutdown, so
+ * HTTP requests still in flight can use it. On stop it stops accepting, then closes the lookup
+ * connections; regions are deregistered afterwards when the template is destroyed, and the transport
+ * closes last. While it runs, a non-daemon thread (as Tomcat's await thread) keeps the JVM alive, so an
+ * application with no web server keeps serving peers until its context is closed.
  */
-public class RdmaEndpoint implements SmartLifecycle {
+public class RdmaEndpoint implements SmartLifecycle, AutoCloseable {
+
+    /**
+     * One below the phase of Boot's web server graceful shutdown ({@code SmartLifecycle.DEFAULT_PHASE - 1024}
+     * on Boot 3.5 and 4.1): lifecycles stop in descending phase order, so the endpoint stops after the web
+     * server has drained, and starts before the web server accepts requests.
+     */
+    public static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 1024 - 1;
+
+    /** Name of the non-daemon thread that keeps the JVM alive while the endpoint runs. */
+    public static final String KEEP_ALIVE_THREAD_NAME = "rdma4j-endpoint-keep-alive";
 
     private static final System.Logger LOG = System.getLogger(RdmaEndpoint.class.getName());
 
@@ -21,6 +36,7 @@ public class RdmaEndpoint implements SmartLifecycle {
     private final RdmaTemplate template;
     private final InetSocketAddress bindAddress;
     private volatile RdmaListener listener;
+    private CountDownLatch stopped;
 
     public RdmaEndpoint(RdmaTransport transport, RdmaTemplate template, InetSocketAddress bindAddress) {
         this.transport = transport;
@@ -39,6 +55,8 @@ public class RdmaEndpoint implements SmartLifecycle {
             return;
         }
         listener = transport.listen(bindAddress, template.requestHandlers(), template::accepted);
+        stopped = new CountDownLatch(1);
+        keepAlive(stopped);
         LOG.log(System.Logger.Level.INFO, "rdma4j endpoint listening on " + listener.localAddress() + " (" + transport.provider() + ")");
     }
 
@@ -47,9 +65,35 @@ public class RdmaEndpoint implements SmartLifecycle {
         RdmaListener current = listener;
         listener = null;
         if (current != null) {
-            current.close();
-            template.closeServedConnections();
+            try {
+                current.close();
+                template.closeServedConnections();
+            } finally {
+                stopped.countDown();
+            }
         }
+    }
+
+    /** Stops the endpoint when the context is destroyed without its lifecycle having stopped it (a failed refresh). */
+    @Override
+    public void close() {
+        stop();
+    }
+
+    /** Starts the thread that keeps the JVM alive until {@code stopped} opens (the listener's own threads may be daemons). */
+    private static void keepAlive(CountDownLatch stopped) {
+        Thread.ofPlatform().name(KEEP_ALIVE_THREAD_NAME).daemon(false).start(() -> {
+            try {
+                stopped.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+    }
+
+    @Override
+    public int getPhase() {
+        return PHASE;
     }
 
     @Override

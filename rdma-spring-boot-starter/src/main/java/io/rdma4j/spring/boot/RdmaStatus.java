@@ -11,11 +11,17 @@ import java.util.Map;
  * What health and info report about the transport, independent of the Spring Boot line (the health
  * API moved packages between Boot 3 and 4, so each line has its own thin indicator around this).
  *
- * @param up      false when the transport failed to open
- * @param details provider, selection reason, whether tcp is a fallback, regions, endpoint
- * @param failure why the transport is unavailable, or null
+ * @param available false when the transport failed to open and the application runs without it, as
+ *                  {@code rdma4j.fail-fast=false} allows: health then reports UNKNOWN, not DOWN, since
+ *                  the application works as configured
+ * @param details   provider, selection reason, whether tcp is a fallback, regions, endpoint; when
+ *                  unavailable, the error and the mode the application runs in
+ * @param failure   why the transport is unavailable, or null
  */
-public record RdmaStatus(boolean up, Map<String, Object> details, Throwable failure) {
+public record RdmaStatus(boolean available, Map<String, Object> details, Throwable failure) {
+
+    /** The {@code mode} detail while the transport is unavailable. */
+    public static final String WITHOUT_RDMA = "running without RDMA (rdma4j.fail-fast=false)";
 
     /** The provider that emulates RDMA in software. */
     public static final String SOFTWARE_PROVIDER = "tcp";
@@ -27,6 +33,7 @@ public record RdmaStatus(boolean up, Map<String, Object> details, Throwable fail
         details.put("reason", selection.reason());
         if (transport instanceof UnavailableRdmaTransport unavailable) {
             details.put("error", unavailable.failure().getMessage());
+            details.put("mode", WITHOUT_RDMA);
             return new RdmaStatus(false, details, unavailable.failure());
         }
         // tcp chosen by auto-detection means no usable RDMA device: worth seeing, not an outage.

@@ -18,7 +18,7 @@ public class Boot3RdmaHealthIndicator implements HealthIndicator {
     @Override
     public Health health() {
         RdmaStatus s = status.get();
-        Health.Builder builder = s.up() ? Health.up() : Health.down();
+        Health.Builder builder = s.available() ? Health.up() : Health.unknown();
         return builder.withDetails(s.details()).build();
     }
 }

@@ -6,7 +6,10 @@ import org.springframework.boot.health.contributor.HealthIndicator;
 
 import java.util.function.Supplier;
 
-/** Boot 4 health: UP on any open provider (details say whether tcp is a fallback and why), DOWN when it failed to open. */
+/**
+ * Boot 4 health: UP on any open provider (details say whether tcp is a fallback and why); UNKNOWN with the
+ * error when the transport failed to open and the application runs without it ({@code rdma4j.fail-fast=false}).
+ */
 public class RdmaHealthIndicator implements HealthIndicator {
 
     private final Supplier<RdmaStatus> status;
@@ -18,7 +21,7 @@ public class RdmaHealthIndicator implements HealthIndicator {
     @Override
     public Health health() {
         RdmaStatus s = status.get();
-        Health.Builder builder = s.up() ? Health.up() : Health.down();
+        Health.Builder builder = s.available() ? Health.up() : Health.unknown();
         return builder.withDetails(s.details()).build();
     }
 }
