@@ -23,7 +23,8 @@ public class RdmaEndpoint implements SmartLifecycle, AutoCloseable {
     /**
      * One below the phase of Boot's web server graceful shutdown ({@code SmartLifecycle.DEFAULT_PHASE - 1024}
      * on Boot 3.5 and 4.1): lifecycles stop in descending phase order, so the endpoint stops after the web
-     * server has drained, and starts before the web server accepts requests.
+     * server has drained its requests and before the web server itself stops (phase
+     * {@code DEFAULT_PHASE - 2048}, which also starts it before the endpoint).
      */
     public static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 1024 - 1;
 
