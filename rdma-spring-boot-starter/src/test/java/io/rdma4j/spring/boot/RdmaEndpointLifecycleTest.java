@@ -12,6 +12,9 @@ import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
 import org.springframework.util.ClassUtils;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.RestController;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -20,10 +23,15 @@ import java.io.Writer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -117,6 +125,86 @@ class RdmaEndpointLifecycleTest {
                 "start@" + graceful + " endpoint running=true",
                 "stop@" + graceful + " endpoint running=true",
                 "stop@" + below + " endpoint running=false");
+    }
+
+    @SpringBootConfiguration
+    @EnableAutoConfiguration
+    static class WebPublisher {
+        static final CountDownLatch requestEntered = new CountDownLatch(1);
+        static final CountDownLatch release = new CountDownLatch(1);
+        static final CountDownLatch closing = new CountDownLatch(1);
+
+        @RdmaRegion("greeting")
+        MemorySegment greeting(Arena arena) {
+            return arena.allocateFrom("still served while the web server drains");
+        }
+
+        @Bean
+        SlowController slowController(RdmaTemplate template) {
+            return new SlowController(template);
+        }
+
+        /** Stops just before the web server's graceful shutdown begins: the context is closing from here on. */
+        @Bean
+        SmartLifecycle closingSignal() throws ReflectiveOperationException {
+            int phase = webServerGracefulShutdownPhase() + 1;
+            return new SmartLifecycle() {
+                volatile boolean running;
+                @Override public void start() { running = true; }
+                @Override public void stop() { running = false; closing.countDown(); }
+                @Override public boolean isRunning() { return running; }
+                @Override public int getPhase() { return phase; }
+            };
+        }
+    }
+
+    @RestController
+    static class SlowController {
+        private final RdmaTemplate template;
+
+        SlowController(RdmaTemplate template) {
+            this.template = template;
+        }
+
+        /** An HTTP request that reads a region through the endpoint only once the context has begun to close. */
+        @GetMapping("/slow")
+        String slow(@RequestParam("rdmaPort") int rdmaPort) throws InterruptedException {
+            WebPublisher.requestEntered.countDown();
+            WebPublisher.release.await();
+            try (Arena arena = Arena.ofShared()) {
+                return template.read(new InetSocketAddress("127.0.0.1", rdmaPort), "greeting", arena).getString(0);
+            }
+        }
+    }
+
+    @Test
+    void servesPeersUntilTheWebServerHasDrainedItsRequests() throws Exception {
+        ConfigurableApplicationContext app = new SpringApplication(WebPublisher.class).run("--server.port=0",
+                "--server.address=127.0.0.1", "--server.shutdown=graceful", "--rdma4j.endpoint.enabled=true");
+        RdmaTemplate publisher = app.getBean(RdmaTemplate.class);
+        Thread closer = null;
+        try (HttpClient http = HttpClient.newHttpClient()) {
+            int httpPort = Integer.parseInt(app.getEnvironment().getProperty("local.server.port"));
+            int rdmaPort = app.getBean(RdmaEndpoint.class).localAddress().getPort();
+            var response = http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/slow?rdmaPort=" + rdmaPort))
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(WebPublisher.requestEntered.await(30, TimeUnit.SECONDS)).isTrue();
+
+            closer = Thread.ofPlatform().start(app::close);
+            assertThat(WebPublisher.closing.await(30, TimeUnit.SECONDS)).as("the context began to close").isTrue();
+            WebPublisher.release.countDown();
+
+            HttpResponse<String> done = response.get(30, TimeUnit.SECONDS);
+            assertThat(done.statusCode()).as(done.body()).isEqualTo(200);
+            assertThat(done.body()).isEqualTo("still served while the web server drains");
+        } finally {
+            WebPublisher.release.countDown();
+            if (closer != null) {
+                closer.join(30_000);
+            }
+            app.close();
+        }
+        assertThat(publisher.publishedNames()).isEmpty();
     }
 
     /** Live keep-alive threads not in {@code earlier} (those of other tests' contexts may still be ending). */
