@@ -36,13 +36,25 @@ public class RdmaEndpoint implements SmartLifecycle, AutoCloseable {
     private final RdmaTransport transport;
     private final RdmaTemplate template;
     private final InetSocketAddress bindAddress;
+    private final boolean failFast;
     private volatile RdmaListener listener;
+    private volatile RuntimeException failure;
     private CountDownLatch stopped;
 
+    /** An endpoint whose failure to listen fails the context's start. */
     public RdmaEndpoint(RdmaTransport transport, RdmaTemplate template, InetSocketAddress bindAddress) {
+        this(transport, template, bindAddress, true);
+    }
+
+    /**
+     * @param failFast whether a failure to listen fails the context's start; when false it is logged,
+     *                 {@link #failure()} keeps it and health reports DOWN
+     */
+    public RdmaEndpoint(RdmaTransport transport, RdmaTemplate template, InetSocketAddress bindAddress, boolean failFast) {
         this.transport = transport;
         this.template = template;
         this.bindAddress = bindAddress;
+        this.failFast = failFast;
     }
 
     @Override
@@ -55,7 +67,18 @@ public class RdmaEndpoint implements SmartLifecycle, AutoCloseable {
             LOG.log(System.Logger.Level.WARNING, "rdma4j endpoint not started: " + unavailable.failure().getMessage());
             return;
         }
-        listener = transport.listen(bindAddress, template.requestHandlers(), template::accepted);
+        try {
+            listener = transport.listen(bindAddress, template.requestHandlers(), template::accepted);
+        } catch (RuntimeException e) {
+            if (failFast) {
+                throw e;
+            }
+            failure = e;
+            LOG.log(System.Logger.Level.WARNING, "rdma4j endpoint failed to listen on " + bindAddress
+                    + "; running without it (rdma4j.fail-fast=false): " + e.getMessage());
+            return;
+        }
+        failure = null;
         stopped = new CountDownLatch(1);
         keepAlive(stopped);
         LOG.log(System.Logger.Level.INFO, "rdma4j endpoint listening on " + listener.localAddress() + " (" + transport.provider() + ")");
@@ -100,6 +123,11 @@ public class RdmaEndpoint implements SmartLifecycle, AutoCloseable {
     @Override
     public boolean isRunning() {
         return listener != null;
+    }
+
+    /** Why the endpoint could not listen at its last start ({@code rdma4j.fail-fast=false}), or null. */
+    public RuntimeException failure() {
+        return failure;
     }
 
     /** The bound address, with the actual port when port 0 was asked for. */

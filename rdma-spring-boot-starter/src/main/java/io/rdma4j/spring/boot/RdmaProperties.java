@@ -20,8 +20,9 @@ public class RdmaProperties {
     private boolean enabled = true;
 
     /**
-     * Whether a transport that cannot open fails the application start; when false the application runs
-     * without RDMA and the health check reports UNKNOWN with the reason.
+     * Whether a transport that cannot open, or an endpoint that cannot listen, fails the application start.
+     * When false the application runs without it: health reports UNKNOWN with the reason when the transport
+     * is missing, DOWN when the transport is open but the endpoint could not listen.
      */
     private boolean failFast = true;
 

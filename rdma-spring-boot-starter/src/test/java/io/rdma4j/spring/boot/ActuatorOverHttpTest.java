@@ -95,7 +95,7 @@ class ActuatorOverHttpTest {
             assertThat(overall.statusCode()).isEqualTo(200);
             assertThat(JsonParserFactory.getJsonParser().parseMap(overall.body())).containsEntry("status", "UP");
             assertThat(overall.body()).contains("\"rdma4j\":{", "\"status\":\"UNKNOWN\"", "unknown rdma4j provider 'nosuch'",
-                            "\"mode\":\"" + RdmaStatus.WITHOUT_RDMA + "\"");
+                            "\"mode\":\"" + RdmaStatus.WITHOUT_RDMA_MODE + "\"");
         }
     }
 

@@ -215,7 +215,7 @@ class RdmaAutoConfigurationTest {
             HealthOnEitherLine health = HealthOnEitherLine.of(context);
             assertThat(health.status()).isEqualTo("UNKNOWN");
             assertThat(health.details()).containsEntry("provider", "none")
-                    .containsEntry("mode", RdmaStatus.WITHOUT_RDMA);
+                    .containsEntry("mode", RdmaStatus.WITHOUT_RDMA_MODE);
             assertThat((String) health.details().get("error")).contains("unknown rdma4j provider 'nosuch'");
             assertThat((String) health.details().get("reason")).startsWith("failed to open");
         });
@@ -230,6 +230,31 @@ class RdmaAutoConfigurationTest {
                     assertThat(context.getBean(RdmaTemplate.class).publishedNames()).isEmpty();
                     assertThat(ArenaRegions.arenas).isEmpty();
                 });
+    }
+
+    @Test
+    void anEndpointThatCannotListenFailsTheStartByDefault() throws Exception {
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            runner.withPropertyValues("rdma4j.endpoint.enabled=true", "rdma4j.endpoint.port=" + taken.getLocalPort())
+                    .run(context -> assertThat(context).getFailure().hasStackTraceContaining(String.valueOf(taken.getLocalPort())));
+        }
+    }
+
+    @Test
+    void withoutFailFastAnEndpointThatCannotListenIsDown() throws Exception {
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            runner.withPropertyValues("rdma4j.endpoint.enabled=true", "rdma4j.endpoint.port=" + taken.getLocalPort(),
+                    "rdma4j.fail-fast=false").run(context -> {
+                assertThat(context).hasNotFailed();
+                RdmaEndpoint endpoint = context.getBean(RdmaEndpoint.class);
+                assertThat(endpoint.isRunning()).isFalse();
+                assertThat(endpoint.failure()).isNotNull();
+                HealthOnEitherLine health = HealthOnEitherLine.of(context);
+                assertThat(health.status()).isEqualTo("DOWN");
+                assertThat(health.details()).containsEntry("provider", "tcp").doesNotContainKey("endpoint");
+                assertThat((String) health.details().get("error")).startsWith("endpoint failed to listen: ");
+            });
+        }
     }
 
     @Test
