@@ -3,6 +3,7 @@ package io.rdma4j.spring.boot;
 import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.pool.PoolConfig;
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.util.unit.DataSize;
 
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -18,7 +19,11 @@ public class RdmaProperties {
     /** Whether to auto-configure the rdma4j transport at all; when false nothing native is touched. */
     private boolean enabled = true;
 
-    /** Whether a transport that cannot open fails the application start; when false the health check reports DOWN instead. */
+    /**
+     * Whether a transport that cannot open, or an endpoint that cannot listen, fails the application start.
+     * When false the application runs without it: health reports UNKNOWN with the reason when the transport
+     * is missing, DOWN when the transport is open but the endpoint could not listen.
+     */
     private boolean failFast = true;
 
     /** Provider: "auto" (verbs when a usable RDMA device exists, else tcp), "verbs" or "tcp". */
@@ -48,8 +53,8 @@ public class RdmaProperties {
     /** Operations in flight per connection; callers wait (back-pressure) beyond it. */
     private int maxOutstandingOperations = 256;
 
-    /** Largest two-sided message in bytes (directory requests and replies travel as such messages). */
-    private int maxMessageSize = 64 * 1024;
+    /** Largest two-sided message (directory requests and replies travel as such messages); plain numbers are bytes. */
+    private DataSize maxMessageSize = DataSize.ofKilobytes(64);
 
     /** Secret peers must prove knowledge of to connect (tcp provider); empty: no authentication. */
     private String sharedSecret;
@@ -75,7 +80,7 @@ public class RdmaProperties {
                 .connectTimeout(connectTimeout)
                 .operationTimeout(operationTimeout)
                 .maxOutstandingOperations(maxOutstandingOperations)
-                .maxMessageSize(maxMessageSize)
+                .maxMessageSize(toIntBytes("rdma4j.max-message-size", maxMessageSize))
                 .sharedSecret(blankToNull(sharedSecret));
         options.forEach((key, value) -> {
             if (key.indexOf('.') <= 0) {
@@ -85,6 +90,21 @@ public class RdmaProperties {
             b.providerOption(key, value);
         });
         return b.build();
+    }
+
+    static long toBytes(String property, DataSize size) {
+        if (size == null || size.isNegative()) {
+            throw new IllegalArgumentException(property + " must be a size of at least 0 bytes, e.g. 64KB; got " + size);
+        }
+        return size.toBytes();
+    }
+
+    private static int toIntBytes(String property, DataSize size) {
+        long bytes = toBytes(property, size);
+        if (bytes > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(property + " is " + size + "; use at most " + Integer.MAX_VALUE + " bytes (2GB - 1)");
+        }
+        return (int) bytes;
     }
 
     private static String blankToNull(String value) {
@@ -113,8 +133,8 @@ public class RdmaProperties {
     public void setOperationTimeout(Duration operationTimeout) { this.operationTimeout = operationTimeout; }
     public int getMaxOutstandingOperations() { return maxOutstandingOperations; }
     public void setMaxOutstandingOperations(int max) { this.maxOutstandingOperations = max; }
-    public int getMaxMessageSize() { return maxMessageSize; }
-    public void setMaxMessageSize(int maxMessageSize) { this.maxMessageSize = maxMessageSize; }
+    public DataSize getMaxMessageSize() { return maxMessageSize; }
+    public void setMaxMessageSize(DataSize maxMessageSize) { this.maxMessageSize = maxMessageSize; }
     public String getSharedSecret() { return sharedSecret; }
     public void setSharedSecret(String sharedSecret) { this.sharedSecret = sharedSecret; }
     public Map<String, String> getOptions() { return options; }
@@ -126,30 +146,32 @@ public class RdmaProperties {
     public static class Pool {
         private static final PoolConfig DEFAULTS = PoolConfig.defaults();
 
-        /** Bytes registered at once and carved into buffers of one size class (a power of two). */
-        private long slabSize = DEFAULTS.slabSize();
+        /** Memory registered at once and carved into buffers of one size class (a power of two); plain numbers are bytes. */
+        private DataSize slabSize = DataSize.ofBytes(DEFAULTS.slabSize());
 
-        /** Smallest buffer size class in bytes (a power of two). */
-        private long minBufferSize = DEFAULTS.minBufferSize();
+        /** Smallest buffer size class (a power of two); plain numbers are bytes. */
+        private DataSize minBufferSize = DataSize.ofBytes(DEFAULTS.minBufferSize());
 
         /** Slab memory the pool may hold; beyond it buffers are registered per use. */
-        private long maxPooledBytes = DEFAULTS.maxPooledBytes();
+        private DataSize maxPooledBytes = DataSize.ofBytes(DEFAULTS.maxPooledBytes());
 
-        /** Buffers larger than a slab are kept for reuse up to this many bytes in total. */
-        private long maxCachedLargeBytes = DEFAULTS.maxCachedLargeBytes();
+        /** Buffers larger than a slab are kept for reuse up to this much memory in total. */
+        private DataSize maxCachedLargeBytes = DataSize.ofBytes(DEFAULTS.maxCachedLargeBytes());
 
         public PoolConfig toPoolConfig() {
-            return new PoolConfig(slabSize, minBufferSize, maxPooledBytes, maxCachedLargeBytes, DEFAULTS.access());
+            return new PoolConfig(toBytes("rdma4j.pool.slab-size", slabSize), toBytes("rdma4j.pool.min-buffer-size", minBufferSize),
+                    toBytes("rdma4j.pool.max-pooled-bytes", maxPooledBytes),
+                    toBytes("rdma4j.pool.max-cached-large-bytes", maxCachedLargeBytes), DEFAULTS.access());
         }
 
-        public long getSlabSize() { return slabSize; }
-        public void setSlabSize(long slabSize) { this.slabSize = slabSize; }
-        public long getMinBufferSize() { return minBufferSize; }
-        public void setMinBufferSize(long minBufferSize) { this.minBufferSize = minBufferSize; }
-        public long getMaxPooledBytes() { return maxPooledBytes; }
-        public void setMaxPooledBytes(long maxPooledBytes) { this.maxPooledBytes = maxPooledBytes; }
-        public long getMaxCachedLargeBytes() { return maxCachedLargeBytes; }
-        public void setMaxCachedLargeBytes(long maxCachedLargeBytes) { this.maxCachedLargeBytes = maxCachedLargeBytes; }
+        public DataSize getSlabSize() { return slabSize; }
+        public void setSlabSize(DataSize slabSize) { this.slabSize = slabSize; }
+        public DataSize getMinBufferSize() { return minBufferSize; }
+        public void setMinBufferSize(DataSize minBufferSize) { this.minBufferSize = minBufferSize; }
+        public DataSize getMaxPooledBytes() { return maxPooledBytes; }
+        public void setMaxPooledBytes(DataSize maxPooledBytes) { this.maxPooledBytes = maxPooledBytes; }
+        public DataSize getMaxCachedLargeBytes() { return maxCachedLargeBytes; }
+        public void setMaxCachedLargeBytes(DataSize maxCachedLargeBytes) { this.maxCachedLargeBytes = maxCachedLargeBytes; }
     }
 
     /** The listening endpoint: peers connect to it to look up and read published regions. */

@@ -11,11 +11,27 @@ import java.util.Map;
  * What health and info report about the transport, independent of the Spring Boot line (the health
  * API moved packages between Boot 3 and 4, so each line has its own thin indicator around this).
  *
- * @param up      false when the transport failed to open
- * @param details provider, selection reason, whether tcp is a fallback, regions, endpoint
- * @param failure why the transport is unavailable, or null
+ * @param state   how health reports it
+ * @param details provider, selection reason, whether tcp is a fallback, regions, endpoint; the error
+ *                when not {@link State#UP}, and the mode the application runs in without RDMA
+ * @param failure why the transport or the endpoint is unavailable, or null
  */
-public record RdmaStatus(boolean up, Map<String, Object> details, Throwable failure) {
+public record RdmaStatus(State state, Map<String, Object> details, Throwable failure) {
+
+    public enum State {
+        /** The transport is open (and the endpoint listens where one is enabled). Health UP. */
+        UP,
+        /**
+         * The transport failed to open and the application runs without it, as {@code rdma4j.fail-fast=false}
+         * allows. Health UNKNOWN, not DOWN: the application works as configured.
+         */
+        WITHOUT_RDMA,
+        /** The transport is open but the enabled endpoint failed to listen ({@code rdma4j.fail-fast=false}). Health DOWN. */
+        DOWN
+    }
+
+    /** The {@code mode} detail while the transport is unavailable. */
+    public static final String WITHOUT_RDMA_MODE = "running without RDMA (rdma4j.fail-fast=false)";
 
     /** The provider that emulates RDMA in software. */
     public static final String SOFTWARE_PROVIDER = "tcp";
@@ -27,7 +43,8 @@ public record RdmaStatus(boolean up, Map<String, Object> details, Throwable fail
         details.put("reason", selection.reason());
         if (transport instanceof UnavailableRdmaTransport unavailable) {
             details.put("error", unavailable.failure().getMessage());
-            return new RdmaStatus(false, details, unavailable.failure());
+            details.put("mode", WITHOUT_RDMA_MODE);
+            return new RdmaStatus(State.WITHOUT_RDMA, details, unavailable.failure());
         }
         // tcp chosen by auto-detection means no usable RDMA device: worth seeing, not an outage.
         boolean fallback = SOFTWARE_PROVIDER.equals(selection.provider())
@@ -40,6 +57,11 @@ public record RdmaStatus(boolean up, Map<String, Object> details, Throwable fail
         if (endpoint != null && endpoint.isRunning()) {
             details.put("endpoint", endpoint.localAddress().getHostString() + ":" + endpoint.localAddress().getPort());
         }
-        return new RdmaStatus(true, details, null);
+        RuntimeException endpointFailure = endpoint == null ? null : endpoint.failure();
+        if (endpointFailure != null) {
+            details.put("error", "endpoint failed to listen: " + endpointFailure.getMessage());
+            return new RdmaStatus(State.DOWN, details, endpointFailure);
+        }
+        return new RdmaStatus(State.UP, details, null);
     }
 }

@@ -85,11 +85,16 @@ public final class RdmaTemplate implements AutoCloseable {
 
     /** Publishes a direct buffer's remaining bytes; heap buffers are refused (the garbage collector moves them). */
     public PublishedRegion publish(String name, ByteBuffer buffer) {
+        return publish(name, buffer, null);
+    }
+
+    /** As {@link #publish(String, ByteBuffer)}; {@code ownedMemory}, if not null, is closed once the region is deregistered. */
+    PublishedRegion publish(String name, ByteBuffer buffer, Arena ownedMemory) {
         if (!buffer.isDirect()) {
             throw new IllegalArgumentException("region '" + name + "': only a direct ByteBuffer can be published "
                     + "(use ByteBuffer.allocateDirect or a MemorySegment from an Arena)");
         }
-        return publish(name, MemorySegment.ofBuffer(buffer), null);
+        return publish(name, MemorySegment.ofBuffer(buffer), ownedMemory);
     }
 
     /** Maps the file read-only and publishes it; the mapping is released when the region is closed. */
@@ -110,7 +115,8 @@ public final class RdmaTemplate implements AutoCloseable {
         }
     }
 
-    private PublishedRegion publish(String name, MemorySegment segment, Arena ownedMemory) {
+    /** As {@link #publish(String, MemorySegment)}; {@code ownedMemory}, if not null, is closed once the region is deregistered. */
+    PublishedRegion publish(String name, MemorySegment segment, Arena ownedMemory) {
         nameBytes(name);
         checkOpen();
         if (segment.byteSize() == 0) {

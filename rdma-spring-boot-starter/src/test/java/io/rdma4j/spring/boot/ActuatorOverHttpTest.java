@@ -4,6 +4,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.json.JsonParserFactory;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 
@@ -78,6 +79,23 @@ class ActuatorOverHttpTest {
 
             HttpResponse<String> regions = get(http, port, "/actuator/metrics/rdma4j.regions.registered");
             assertThat(regions.statusCode()).isEqualTo(200);
+        }
+    }
+
+    /** fail-fast=false means the application is meant to run without RDMA: its overall health stays UP. */
+    @Test
+    void withoutFailFastAMissingTransportLeavesTheApplicationUp() throws Exception {
+        try (ConfigurableApplicationContext app = new SpringApplication(WebApp.class).run(
+                "--server.port=0", "--server.address=127.0.0.1", "--rdma4j.provider=nosuch", "--rdma4j.fail-fast=false",
+                "--rdma4j.endpoint.enabled=true", "--management.endpoint.health.show-details=always",
+                "--management.endpoint.health.show-components=always");
+             HttpClient http = HttpClient.newHttpClient()) {
+            int port = Integer.parseInt(app.getEnvironment().getProperty("local.server.port"));
+            HttpResponse<String> overall = get(http, port, "/actuator/health");
+            assertThat(overall.statusCode()).isEqualTo(200);
+            assertThat(JsonParserFactory.getJsonParser().parseMap(overall.body())).containsEntry("status", "UP");
+            assertThat(overall.body()).contains("\"rdma4j\":{", "\"status\":\"UNKNOWN\"", "unknown rdma4j provider 'nosuch'",
+                            "\"mode\":\"" + RdmaStatus.WITHOUT_RDMA_MODE + "\"");
         }
     }
 

@@ -18,7 +18,11 @@ public class Boot3RdmaHealthIndicator implements HealthIndicator {
     @Override
     public Health health() {
         RdmaStatus s = status.get();
-        Health.Builder builder = s.up() ? Health.up() : Health.down();
+        Health.Builder builder = switch (s.state()) {
+            case UP -> Health.up();
+            case WITHOUT_RDMA -> Health.unknown();
+            case DOWN -> Health.down();
+        };
         return builder.withDetails(s.details()).build();
     }
 }

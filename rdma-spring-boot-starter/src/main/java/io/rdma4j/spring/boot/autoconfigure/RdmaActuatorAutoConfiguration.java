@@ -6,11 +6,11 @@ import io.rdma4j.spring.boot.RdmaEndpoint;
 import io.rdma4j.spring.boot.RdmaStatus;
 import io.rdma4j.spring.boot.RdmaTemplate;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.actuate.autoconfigure.info.ConditionalOnEnabledInfoContributor;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -19,14 +19,20 @@ import org.springframework.context.annotation.Configuration;
  * indicator exists once per Boot line: Boot 4 moved the API to
  * {@code org.springframework.boot.health.contributor}, Boot 3 has it in
  * {@code org.springframework.boot.actuate.health}; each is guarded by its own class condition.
- * Disable one part with {@code management.health.rdma4j.enabled=false} or
- * {@code management.info.rdma4j.enabled=false}.
+ * Each follows Boot's switches: {@code management.health.rdma4j.enabled} /
+ * {@code management.info.rdma4j.enabled}, falling back to {@code management.health.defaults.enabled} /
+ * {@code management.info.defaults.enabled}. The enabled-conditions are Boot's own annotations, one per
+ * line where their package differs; an annotation whose class is absent on the running line is ignored
+ * by Spring, and the class condition keeps that line's other configuration out.
  */
 @AutoConfiguration(after = RdmaAutoConfiguration.class)
 @ConditionalOnBean(RdmaTransport.class)
 public class RdmaActuatorAutoConfiguration {
 
-    /** Bean name; the health contributor is therefore called {@code rdma4j} (/actuator/health/rdma4j). */
+    /** Name of the health and info contributors: /actuator/health/rdma4j, the info section rdma4j. */
+    public static final String HEALTH_CONTRIBUTOR = "rdma4j";
+
+    /** Bean name; the health contributor is therefore called {@value #HEALTH_CONTRIBUTOR}. */
     public static final String HEALTH_INDICATOR_BEAN = "rdma4jHealthIndicator";
 
     static RdmaStatus status(RdmaTransport transport, ObjectProvider<RdmaEndpoint> endpoint, ObjectProvider<RdmaTemplate> template) {
@@ -35,7 +41,7 @@ public class RdmaActuatorAutoConfiguration {
 
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
-    @ConditionalOnProperty(prefix = "management.health.rdma4j", name = "enabled", havingValue = "true", matchIfMissing = true)
+    @org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator(HEALTH_CONTRIBUTOR)
     static class Boot4Health {
         @Bean(HEALTH_INDICATOR_BEAN)
         @ConditionalOnMissingBean(name = HEALTH_INDICATOR_BEAN)
@@ -47,7 +53,7 @@ public class RdmaActuatorAutoConfiguration {
 
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = "org.springframework.boot.actuate.health.HealthIndicator")
-    @ConditionalOnProperty(prefix = "management.health.rdma4j", name = "enabled", havingValue = "true", matchIfMissing = true)
+    @org.springframework.boot.actuate.autoconfigure.health.ConditionalOnEnabledHealthIndicator(HEALTH_CONTRIBUTOR)
     static class Boot3Health {
         @Bean(HEALTH_INDICATOR_BEAN)
         @ConditionalOnMissingBean(name = HEALTH_INDICATOR_BEAN)
@@ -59,7 +65,7 @@ public class RdmaActuatorAutoConfiguration {
 
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = "org.springframework.boot.actuate.info.InfoContributor")
-    @ConditionalOnProperty(prefix = "management.info.rdma4j", name = "enabled", havingValue = "true", matchIfMissing = true)
+    @ConditionalOnEnabledInfoContributor(HEALTH_CONTRIBUTOR)
     static class Info {
         @Bean
         @ConditionalOnMissingBean

@@ -77,6 +77,7 @@ public class RdmaAutoConfiguration {
     @ConditionalOnProperty(prefix = "rdma4j.endpoint", name = "enabled", havingValue = "true")
     public RdmaEndpoint rdmaEndpoint(RdmaTransport transport, RdmaTemplate template, RdmaProperties properties) {
         RdmaProperties.Endpoint endpoint = properties.getEndpoint();
-        return new RdmaEndpoint(transport, template, new InetSocketAddress(endpoint.getAddress(), endpoint.getPort()));
+        return new RdmaEndpoint(transport, template, new InetSocketAddress(endpoint.getAddress(), endpoint.getPort()),
+                properties.isFailFast());
     }
 }

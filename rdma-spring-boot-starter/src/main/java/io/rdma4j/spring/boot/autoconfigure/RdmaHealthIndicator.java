@@ -6,7 +6,11 @@ import org.springframework.boot.health.contributor.HealthIndicator;
 
 import java.util.function.Supplier;
 
-/** Boot 4 health: UP on any open provider (details say whether tcp is a fallback and why), DOWN when it failed to open. */
+/**
+ * Boot 4 health: UP on any open provider (details say whether tcp is a fallback and why); UNKNOWN with the
+ * error when the transport failed to open and the application runs without it ({@code rdma4j.fail-fast=false});
+ * DOWN when the transport is open but the enabled endpoint could not listen.
+ */
 public class RdmaHealthIndicator implements HealthIndicator {
 
     private final Supplier<RdmaStatus> status;
@@ -18,7 +22,11 @@ public class RdmaHealthIndicator implements HealthIndicator {
     @Override
     public Health health() {
         RdmaStatus s = status.get();
-        Health.Builder builder = s.up() ? Health.up() : Health.down();
+        Health.Builder builder = switch (s.state()) {
+            case UP -> Health.up();
+            case WITHOUT_RDMA -> Health.unknown();
+            case DOWN -> Health.down();
+        };
         return builder.withDetails(s.details()).build();
     }
 }

@@ -26,26 +26,16 @@ public final class SpringRegionsDemo {
 
     @SpringBootApplication
     public static class Publisher {
-        @Bean(destroyMethod = "close")
-        Arena publishedMemory() {
-            return Arena.ofShared();
-        }
-
         @Bean
-        Dataset dataset(Arena publishedMemory) {
-            return new Dataset(publishedMemory);
+        Dataset dataset() {
+            return new Dataset();
         }
     }
 
     public static class Dataset {
-        private final Arena arena;
-
-        Dataset(Arena arena) {
-            this.arena = arena;
-        }
-
+        /** The region owns {@code arena} and closes it after it is deregistered, when the publisher closes. */
         @RdmaRegion("demo-dataset")
-        MemorySegment dataset() {
+        MemorySegment dataset(Arena arena) {
             MemorySegment segment = arena.allocate(SIZE, 64);
             fill(segment);
             return segment;
