@@ -313,9 +313,11 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
             // A flushed receive while open means the QP entered the error state on its own: as a responder
             // after refusing a peer's one-sided request (which never completes here), or after an
             // asynchronous error. Disconnect at once, so the peer learns it now, not at its operation timeout.
-            if (status == WorkCompletions.LOC_LEN_ERR) {
-                refuse(new ProtocolException("peer sent a message larger than this side's receive slot of "
-                        + resources.slotSize + " bytes: it ignores this side's max-message-size"));
+            if (status == WorkCompletions.LOC_LEN_ERR || status == WorkCompletions.LOC_QP_OP_ERR) {
+                // what a receive reports for an incoming SEND longer than its buffer (Soft-RoCE: the latter)
+                refuse(new ProtocolException("peer sent a message that does not fit this side's receive slot of "
+                        + resources.slotSize + " bytes (" + Verbs.completionStatus(status)
+                        + "): it ignores this side's max-message-size"));
                 return;
             }
             beginClose(new ConnectionClosedException("receive from " + remote + " failed: " + Verbs.completionStatus(status)
