@@ -57,7 +57,9 @@ final class RdmaFetcher implements AutoCloseable {
     private final RdmaTransport transport;
     private final InetSocketAddress exporter;
     private final Duration reconnectBackoff;
-    private final RegisteredBufferPool pool;
+    /** A v2 batch's length field is a signed 32-bit count after the 12-byte log overhead. */
+    static final long MAX_BATCH_BYTES = BatchHeaders.LOG_OVERHEAD + (long) Integer.MAX_VALUE;
+    final RegisteredBufferPool pool;
     private final Map<TopicPartition, PartitionState> states = new HashMap<>();
     private RdmaConnection connection;
     private long nextConnectNanos;
@@ -193,6 +195,10 @@ final class RdmaFetcher implements AutoCloseable {
             long first = BatchHeaders.batchSize(buffer.segment(), 0);
             if (first > length) {
                 // One batch larger than the fetch size: read it whole, as Kafka returns at least one batch.
+                if (first > MAX_BATCH_BYTES) {
+                    throw new CorruptRecordException("batch at byte " + st.cursorPosition + " of segment " + seg.baseOffset()
+                            + " claims " + first + " bytes, more than a record batch can have (" + MAX_BATCH_BYTES + ")");
+                }
                 if (st.cursorPosition + first > validEnd) {
                     throw new CorruptRecordException("batch at byte " + st.cursorPosition + " of segment " + seg.baseOffset()
                             + " claims " + first + " bytes, past the high watermark position " + validEnd);

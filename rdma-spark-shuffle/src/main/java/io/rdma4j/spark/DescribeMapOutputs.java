@@ -1,7 +1,9 @@
 package io.rdma4j.spark;
 
 import io.rdma4j.core.ProtocolException;
+import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.core.RequestTypes;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -80,12 +82,27 @@ final class DescribeMapOutputs {
         return b.flip();
     }
 
-    static List<MapOutput> decodeReply(ByteBuffer b) {
+    /**
+     * Asks {@code connection}'s executor for the regions of {@code mapIds}: the reply must describe exactly those
+     * map outputs, in order, or it is a {@link ProtocolException}.
+     */
+    static List<MapOutput> ask(RdmaConnection connection, int shuffleId, long[] mapIds) {
+        ByteBuffer reply = connection.requestAndWait(RequestTypes.SPARK_DESCRIBE_MAP_OUTPUTS,
+                encodeRequest(shuffleId, mapIds));
+        return decodeReply(reply, mapIds);
+    }
+
+    /** The reply to a request for {@code requested}: one entry per requested map id, in the request's order. */
+    static List<MapOutput> decodeReply(ByteBuffer b, long[] requested) {
         if (b.remaining() < 4) {
             throw new ProtocolException("describe reply of " + b.remaining() + " bytes is shorter than its 4-byte header");
         }
         int count = b.getInt();
-        if (count < 0 || count > b.remaining() / 9) {
+        if (count != requested.length) {
+            throw new ProtocolException("describe reply announces " + count + " map outputs for a request of "
+                    + requested.length + ": the peer executor is not an rdma4j shuffle of this version, or a corrupted one");
+        }
+        if (count > b.remaining() / 9) {
             throw new ProtocolException("describe reply announces " + count + " maps but carries " + b.remaining() + " bytes");
         }
         List<MapOutput> outputs = new ArrayList<>(count);
@@ -93,6 +110,12 @@ final class DescribeMapOutputs {
             decodeEntries(b, count, outputs);
         } catch (java.nio.BufferUnderflowException | IllegalArgumentException e) {
             throw new ProtocolException("malformed describe reply: " + e);
+        }
+        for (int i = 0; i < count; i++) {
+            if (outputs.get(i).mapId() != requested[i]) {
+                throw new ProtocolException("describe reply entry " + i + " is for map " + outputs.get(i).mapId()
+                        + ", the request asked for map " + requested[i]);
+            }
         }
         return outputs;
     }

@@ -13,7 +13,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -140,9 +139,7 @@ final class ExecutorRuntime implements AutoCloseable {
         for (int from = 0; from < missing.size(); from += perRequest) {
             List<Long> chunk = missing.subList(from, Math.min(missing.size(), from + perRequest));
             long[] ids = chunk.stream().mapToLong(Long::longValue).toArray();
-            ByteBuffer reply = connection.requestAndWait(RequestTypes.SPARK_DESCRIBE_MAP_OUTPUTS,
-                    DescribeMapOutputs.encodeRequest(shuffleId, ids));
-            for (DescribeMapOutputs.MapOutput o : DescribeMapOutputs.decodeReply(reply)) {
+            for (DescribeMapOutputs.MapOutput o : DescribeMapOutputs.ask(connection, shuffleId, ids)) {
                 result.put(o.mapId(), o);
                 if (o.present()) {
                     described.put(new DescribedKey(peerExecutorId, shuffleId, o.mapId()), o);

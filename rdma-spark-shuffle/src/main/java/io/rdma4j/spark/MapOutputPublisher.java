@@ -61,7 +61,14 @@ final class MapOutputPublisher implements AutoCloseable {
         if (closed) {
             return null;
         }
-        Map<Long, Published> maps = published.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>());
+        Map<Long, Published> maps = published.get(shuffleId);
+        if (maps == null) {
+            // a peer may name any shuffle: nothing is kept for one whose files this executor does not have
+            if (!resolver.getIndexFile(shuffleId, mapId, Option.empty()).isFile()) {
+                return null;
+            }
+            maps = published.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>());
+        }
         Published p = maps.get(mapId);
         if (p != null) {
             return p;
@@ -71,8 +78,9 @@ final class MapOutputPublisher implements AutoCloseable {
             if (p == null) {
                 long start = System.nanoTime();
                 p = mapAndRegister(shuffleId, mapId);
-                publishNanos.computeIfAbsent(shuffleId, id -> new java.util.concurrent.atomic.LongAdder()).add(System.nanoTime() - start);
                 if (p != null) {
+                    publishNanos.computeIfAbsent(shuffleId, id -> new java.util.concurrent.atomic.LongAdder())
+                            .add(System.nanoTime() - start);
                     maps.put(mapId, p);
                 }
             }
@@ -134,6 +142,11 @@ final class MapOutputPublisher implements AutoCloseable {
                 maps.clear();
             }
         }
+    }
+
+    /** Shuffles this publisher keeps state for. */
+    int shufflesKnown() {
+        return published.size() + publishNanos.size();
     }
 
     int publishedCount() {

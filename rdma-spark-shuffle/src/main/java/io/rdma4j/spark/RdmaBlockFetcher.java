@@ -1,5 +1,6 @@
 package io.rdma4j.spark;
 
+import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.ReadRequest;
 import io.rdma4j.core.RegionDescriptor;
@@ -45,6 +46,8 @@ import java.util.zip.Checksum;
  */
 final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
 
+    /** The largest block handed to Spark: one ByteBuffer (Spark's own limit for blocks fetched to memory). */
+    static final long MAX_BLOCK_BYTES = Integer.MAX_VALUE - 512;
     private static final ValueLayout.OfLong BIG_ENDIAN_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final long NO_CHECKSUM = Long.MIN_VALUE;
 
@@ -189,6 +192,33 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         arrivals.add(new Planned(failure));
     }
 
+    /**
+     * Checks index entries read from a peer (block offsets into its data file, for consecutive reduce ids) before
+     * they size a buffer: they start at or after 0, never decrease, end within the {@code dataLength} bytes the peer
+     * registered, and no block exceeds what Spark takes in memory ({@link #MAX_BLOCK_BYTES}).
+     *
+     * @throws ProtocolException for entries no Spark index file holds
+     */
+    static void checkIndexEntries(long[] entries, long dataLength) {
+        if (entries[0] < 0) {
+            throw new ProtocolException("index entry " + entries[0] + " is negative");
+        }
+        for (int i = 1; i < entries.length; i++) {
+            if (entries[i] < entries[i - 1]) {
+                throw new ProtocolException("index entries decrease from " + entries[i - 1] + " to " + entries[i]);
+            }
+            long length = entries[i] - entries[i - 1]; // both at least 0: no overflow
+            if (length > MAX_BLOCK_BYTES) {
+                throw new ProtocolException("index entries give a block of " + length + " bytes, more than the "
+                        + MAX_BLOCK_BYTES + " a block may have");
+            }
+        }
+        if (entries[entries.length - 1] > dataLength) {
+            throw new ProtocolException("index entry " + entries[entries.length - 1] + " is beyond the data file's "
+                    + dataLength + " bytes");
+        }
+    }
+
     private List<Batch> batchesFrom(BlockManagerId peer, RdmaConnection connection, List<Wanted> wanted) throws PlanningFailed {
         String peerId = peer.executorId();
         Map<Long, List<Wanted>> byMap = byMap(wanted);
@@ -248,14 +278,25 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
                         "RDMA read of map output index entries from executor " + peerId + " failed: " + e, e));
             }
             for (Meta m : metas) {
-                long start = sink.get(BIG_ENDIAN_LONG, m.indexAt());
-                long end = sink.get(BIG_ENDIAN_LONG, m.indexAt() + 8L * (m.maxReduce() - m.minReduce() + 1));
+                long[] entries = new long[m.maxReduce() - m.minReduce() + 2];
+                for (int i = 0; i < entries.length; i++) {
+                    entries[i] = sink.get(BIG_ENDIAN_LONG, m.indexAt() + 8L * i);
+                }
+                try {
+                    checkIndexEntries(entries, m.output().data().length());
+                } catch (ProtocolException e) {
+                    runtime.forget(peerId, connection);
+                    throw new PlanningFailed(new PlanFailure(peer, m.blocks().getFirst(), "executor " + peerId
+                            + " published a corrupt index for map " + m.output().mapId() + ": " + e.getMessage(), e));
+                }
+                long start = entries[0];
+                long end = entries[entries.length - 1];
                 List<ShuffleBlockId> ids = new ArrayList<>();
                 List<long[]> parts = new ArrayList<>();
                 for (Wanted w : m.blocks()) {
                     int r = w.blockId().reduceId() - m.minReduce();
-                    long off = sink.get(BIG_ENDIAN_LONG, m.indexAt() + 8L * r);
-                    long len = sink.get(BIG_ENDIAN_LONG, m.indexAt() + 8L * (r + 1)) - off;
+                    long off = entries[r];
+                    long len = entries[r + 1] - off;
                     if (len == 0) {
                         continue;
                     }

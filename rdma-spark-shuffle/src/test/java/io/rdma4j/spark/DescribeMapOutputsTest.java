@@ -27,7 +27,7 @@ class DescribeMapOutputsTest {
                 new DescribeMapOutputs.MapOutput(3, true, region(1, 80), region(2, 5000), region(3, 72)),
                 new DescribeMapOutputs.MapOutput(9, true, region(4, 80), null, null),
                 DescribeMapOutputs.MapOutput.missing(11));
-        assertThat(DescribeMapOutputs.decodeReply(DescribeMapOutputs.encodeReply(outputs))).isEqualTo(outputs);
+        assertThat(DescribeMapOutputs.decodeReply(DescribeMapOutputs.encodeReply(outputs), new long[] {3, 9, 11})).isEqualTo(outputs);
     }
 
     @Test
@@ -51,11 +51,11 @@ class DescribeMapOutputsTest {
 
     @Test
     void malformedRepliesAreProtocolExceptions() {
-        assertThatThrownBy(() -> DescribeMapOutputs.decodeReply(ByteBuffer.wrap(new byte[3]))).isInstanceOf(ProtocolException.class);
-        assertThatThrownBy(() -> DescribeMapOutputs.decodeReply(ByteBuffer.allocate(4).putInt(0, 1000)))
+        assertThatThrownBy(() -> DescribeMapOutputs.decodeReply(ByteBuffer.wrap(new byte[3]), new long[] {1})).isInstanceOf(ProtocolException.class);
+        assertThatThrownBy(() -> DescribeMapOutputs.decodeReply(ByteBuffer.allocate(4).putInt(0, 1000), new long[1000]))
                 .isInstanceOf(ProtocolException.class).hasMessageContaining("announces 1000 maps");
         ByteBuffer truncated = DescribeMapOutputs.encodeReply(List.of(new DescribeMapOutputs.MapOutput(3, true, region(1, 80), null, null)));
         ByteBuffer cut = truncated.slice(0, truncated.remaining() - 10);
-        assertThatThrownBy(() -> DescribeMapOutputs.decodeReply(cut)).isInstanceOf(ProtocolException.class);
+        assertThatThrownBy(() -> DescribeMapOutputs.decodeReply(cut, new long[] {3})).isInstanceOf(ProtocolException.class);
     }
 }

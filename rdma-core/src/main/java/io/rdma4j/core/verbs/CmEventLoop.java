@@ -72,6 +72,10 @@ final class CmEventLoop implements AutoCloseable {
         }
     }
 
+    boolean isAlive() {
+        return thread.isAlive();
+    }
+
     /** Stops the thread (within {@link #POLL_TIMEOUT_MS}) and waits for it. */
     @Override
     public void close() {

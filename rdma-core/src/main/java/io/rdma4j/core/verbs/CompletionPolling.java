@@ -60,6 +60,16 @@ final class CompletionPolling {
         }
     }
 
+    /** Runs {@code action} holding the poll lock: nobody polls the CQ meanwhile. */
+    void exclusively(Runnable action) {
+        pollLock.lock();
+        try {
+            action.run();
+        } finally {
+            pollLock.unlock();
+        }
+    }
+
     /** Nobody polls the CQ after this returns: it may be destroyed. */
     void tearDown() {
         pollLock.lock();
@@ -96,8 +106,13 @@ final class CompletionPolling {
             if (completions == null) {
                 return 0;
             }
-            int n = reap();
-            afterPoll.run();
+            int n;
+            try {
+                n = reap();
+            } finally {
+                // a closing connection still tears down when its completions' handling throws
+                afterPoll.run();
+            }
             return Math.max(n, 0);
         } finally {
             pollLock.unlock();

@@ -28,8 +28,8 @@ final class MessageChannel {
     static final int HEADER = 8;
     /** Receive slots beyond the data credits, for credit-only messages (at most 2 are ever in flight). */
     static final int EXTRA_SLOTS = 4;
-    private static final int FLAG_DATA = 0;
-    private static final int FLAG_CREDIT = 1;
+    static final int FLAG_DATA = 0;
+    static final int FLAG_CREDIT = 1;
 
     /** What the peer announced when connecting. */
     record PeerParameters(int maxMessageSize, int receiveDepth) {
@@ -49,6 +49,10 @@ final class MessageChannel {
     private final ArrayDeque<Integer> freeSendSlots = new ArrayDeque<>();
     private final ArrayDeque<Waiting> waiting = new ArrayDeque<>();
     private int credits;
+    /** The most credits this side can hold: the peer's data receive slots it may use. */
+    private int creditLimit;
+    /** How many data messages the peer may still send, as this side counts them: below zero it broke the protocol. */
+    private int peerCredits;
     private int owedCredits;
     private int peerMaxMessageSize;
 
@@ -77,7 +81,10 @@ final class MessageChannel {
                 .putInt(MAGIC_V1).putInt(maxMessageSize).putInt(receiveDepth).array();
     }
 
-    /** Reads the peer's private data. */
+    /**
+     * Reads and checks the peer's private data; a peer announcing a receive depth or message size this side
+     * cannot honour is refused before anything is sized by them.
+     */
     static PeerParameters peer(byte[] privateData) {
         if (privateData.length < PRIVATE_DATA_LENGTH) {
             throw new ProtocolException("peer sent " + privateData.length + " bytes of connection data, expected "
@@ -89,7 +96,18 @@ final class MessageChannel {
             throw new ProtocolException("peer speaks protocol 0x" + Integer.toHexString(magic) + ", this side 0x"
                     + Integer.toHexString(MAGIC_V1) + ": use the same rdma4j version on both sides");
         }
-        return new PeerParameters(b.getInt(), b.getInt());
+        int maxMessageSize = b.getInt();
+        int receiveDepth = b.getInt();
+        if (maxMessageSize < 1 || maxMessageSize > Integer.MAX_VALUE - HEADER) {
+            throw new ProtocolException("peer announced a max-message-size of " + maxMessageSize
+                    + " bytes in its connection data: not an rdma4j verbs peer, or a corrupted one");
+        }
+        if (receiveDepth < VerbsOptions.MIN_RECEIVE_DEPTH || receiveDepth > VerbsOptions.MAX_RECEIVE_DEPTH) {
+            throw new ProtocolException("peer announced a receive depth of " + receiveDepth + " in its connection data, outside ["
+                    + VerbsOptions.MIN_RECEIVE_DEPTH + ", " + VerbsOptions.MAX_RECEIVE_DEPTH
+                    + "]: not an rdma4j verbs peer, or a corrupted one");
+        }
+        return new PeerParameters(maxMessageSize, receiveDepth);
     }
 
     /** Posts every receive slot: before the connection can be established. */
@@ -101,7 +119,9 @@ final class MessageChannel {
 
     /** The peer's side of the handshake: its credits and largest message. */
     void open(PeerParameters peer) {
-        credits = Math.min(peer.receiveDepth(), receiveDepth);
+        creditLimit = Math.min(peer.receiveDepth(), receiveDepth);
+        credits = creditLimit;
+        peerCredits = creditLimit;
         peerMaxMessageSize = peer.maxMessageSize();
     }
 
@@ -142,6 +162,7 @@ final class MessageChannel {
         int length = payload == null ? 0 : payload.remaining();
         s.set(ValueLayout.JAVA_INT_UNALIGNED, 0, owedCredits);
         s.set(ValueLayout.JAVA_INT_UNALIGNED, 4, flag);
+        peerCredits += owedCredits;
         owedCredits = 0;
         if (length > 0) {
             s.asSlice(HEADER, length).copyFrom(MemorySegment.ofBuffer(payload));
@@ -169,28 +190,79 @@ final class MessageChannel {
         }
     }
 
-    /** Without the lock: what receive slot {@code slot} holds after a receive of {@code byteLength} bytes. */
+    /**
+     * Without the lock: what receive slot {@code slot} holds after a receive of {@code byteLength} bytes.
+     *
+     * @throws ProtocolException when the message is shorter than its header, its flag is unknown, a credit-only
+     *                           message carries a payload, or the payload exceeds this side's slot
+     */
     Received read(int slot, int byteLength) {
         MemorySegment s = resources.receiveSlot(slot);
         int returned = s.get(ValueLayout.JAVA_INT_UNALIGNED, 0);
         int flag = s.get(ValueLayout.JAVA_INT_UNALIGNED, 4);
-        if (flag != FLAG_DATA) {
+        // the length is checked first: a short message leaves the slot's earlier header in place
+        checkLength(byteLength, flag, resources.slotSize);
+        if (flag == FLAG_CREDIT) {
             return new Received(returned, null);
         }
         int length = byteLength - HEADER;
-        if (length < 0 || length > resources.slotSize - HEADER) {
-            throw new ProtocolException("peer sent a message of " + byteLength + " bytes into a slot of "
-                    + resources.slotSize + ": not an rdma4j verbs peer, or a corrupted one");
-        }
         ByteBuffer message = ByteBuffer.allocate(length);
         MemorySegment.ofBuffer(message).copyFrom(s.asSlice(HEADER, length));
         return new Received(returned, message);
     }
 
-    /** Reposts the slot of {@code received}, takes its credits and sends what they allow. */
+    /** Checks a received message's length against its flag and the slot size, before its header is trusted. */
+    static void checkLength(int byteLength, int flag, int slotSize) {
+        if (byteLength < HEADER) {
+            throw new ProtocolException("peer sent a message of " + byteLength + " bytes, shorter than the " + HEADER
+                    + "-byte rdma4j verbs header: not an rdma4j verbs peer, or a corrupted one");
+        }
+        if (byteLength > slotSize) {
+            throw new ProtocolException("peer sent a message of " + byteLength + " bytes into a slot of " + slotSize
+                    + ": it ignores this side's max-message-size");
+        }
+        if (flag == FLAG_CREDIT && byteLength != HEADER) {
+            throw new ProtocolException("peer sent a credit-only message with " + (byteLength - HEADER)
+                    + " payload bytes: not an rdma4j verbs peer, or a corrupted one");
+        }
+        if (flag != FLAG_DATA && flag != FLAG_CREDIT) {
+            throw new ProtocolException("peer sent a message with unknown flag " + flag
+                    + ": not an rdma4j verbs peer, or a corrupted one");
+        }
+    }
+
+    /**
+     * The credits held after the peer returns {@code returned}: never negative, never more than the peer's
+     * slots ({@code limit}), which an honest peer cannot exceed since it returns only what this side used.
+     */
+    static int creditsAfter(int credits, int returned, int limit) {
+        if (returned < 0 || (long) credits + returned > limit) {
+            throw new ProtocolException("peer returned " + returned + " credits while this side holds " + credits
+                    + " of at most " + limit + ": not an rdma4j verbs peer, or a corrupted one");
+        }
+        return credits + returned;
+    }
+
+    /** The peer's credits after it sent one more data message: it sent without a credit when none is left. */
+    static int peerCreditsAfterData(int peerCredits, int limit) {
+        if (peerCredits <= 0) {
+            throw new ProtocolException("peer sent a message without a credit (more than " + limit
+                    + " unanswered): not an rdma4j verbs peer, or a corrupted one");
+        }
+        return peerCredits - 1;
+    }
+
+    /**
+     * Checks {@code received}'s credits, then reposts its slot, takes the credits and sends what they allow.
+     *
+     * @throws ProtocolException when the peer returned credits it cannot have, or sent without one
+     */
     void accept(int slot, Received received) {
+        int newCredits = creditsAfter(credits, received.returnedCredits(), creditLimit);
+        int newPeerCredits = received.payload() == null ? peerCredits : peerCreditsAfterData(peerCredits, creditLimit);
         postReceive(slot);
-        credits += received.returnedCredits();
+        credits = newCredits;
+        peerCredits = newPeerCredits;
         if (received.payload() != null) {
             owedCredits++;
         }

@@ -5,6 +5,7 @@ import io.rdma4j.nativeloader.Verbs;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -13,12 +14,16 @@ import java.util.concurrent.TimeUnit;
  * The progress thread: polls the CQs of the attached connections, arming them and sleeping on the
  * transport's completion channel when idle. With {@code verbs.busy-poll=true} it never sleeps: it spins on
  * the CQs as perftest does, trading one CPU core (busy even when idle) for the channel's wake-up latency.
- * It runs until stopped and every attached connection has closed.
+ * It runs until stopped and every attached connection has closed, or the stop's grace period has passed: then
+ * it tears down what is left itself, so that nothing it polls outlives the transport's device. A failure in one
+ * connection's completions closes that connection only.
  */
 final class ProgressLoop implements AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger(ProgressLoop.class.getName());
     private static final int POLL_TIMEOUT_MS = 50;
+    /** How long past the grace period a stop waits for the thread, which then only tears down. */
+    private static final Duration JOIN_AFTER_GRACE = Duration.ofSeconds(5);
     private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
     /**
      * A CQ whose caller polled it this recently is left to callers: this thread neither arms it nor polls it
@@ -33,6 +38,8 @@ final class ProgressLoop implements AutoCloseable {
     /** Connections this thread polls (established ones). */
     private final List<VerbsConnection> attached = new CopyOnWriteArrayList<>();
     private volatile boolean running = true;
+    /** Once stopped: when connections still attached are torn down whatever they still wait for. */
+    private volatile long forceAt;
     private final Thread thread;
 
     ProgressLoop(MemorySegment completionChannel, boolean busyPoll) {
@@ -60,6 +67,9 @@ final class ProgressLoop implements AutoCloseable {
             long idleSince = System.nanoTime();
             long callerCqsPolledAt = idleSince;
             while (running || !attached.isEmpty()) {
+                if (!running && System.nanoTime() - forceAt >= 0) {
+                    break;
+                }
                 // A CQ that a caller polls, or polled just now, is left to that caller: polling it here too would
                 // hold the poll lock the caller needs, to reap the caller's own completion. It is still polled
                 // here every CALLER_RECENT_SLEEP_MS, for what no caller waits for (a message, a completion of
@@ -72,7 +82,7 @@ final class ProgressLoop implements AutoCloseable {
                 boolean any = false;
                 for (VerbsConnection c : attached) {
                     if (callerCqsTurn || !c.polling().polledByCaller(now, CALLER_RECENT_NANOS)) {
-                        any |= c.progress() > 0;
+                        any |= progress(c) > 0;
                     }
                 }
                 if (any) {
@@ -90,9 +100,13 @@ final class ProgressLoop implements AutoCloseable {
                     if (c.polling().polledByCaller(now, CALLER_RECENT_NANOS)) {
                         unarmed = true;
                     } else {
-                        c.polling().arm();
+                        try {
+                            c.polling().arm();
+                        } catch (RuntimeException e) {
+                            fail(c, e);
+                        }
                         // a completion that arrived before arming raises no event: look once more before sleeping
-                        any |= c.progress() > 0;
+                        any |= progress(c) > 0;
                     }
                 }
                 if (!any && poll.awaitReadable(unarmed ? CALLER_RECENT_SLEEP_MS : POLL_TIMEOUT_MS)) {
@@ -104,13 +118,55 @@ final class ProgressLoop implements AutoCloseable {
             }
         } catch (RuntimeException | Error e) {
             LOG.log(System.Logger.Level.ERROR, "rdma4j verbs progress thread failed", e);
+        } finally {
+            // stopped past the grace period, or failed: nobody polls these any more, so they are torn down here
+            for (VerbsConnection c : attached) {
+                try {
+                    c.forceFinish();
+                } catch (RuntimeException | Error e) {
+                    LOG.log(System.Logger.Level.ERROR, "tearing down " + c + " failed", e);
+                }
+                attached.remove(c);
+            }
         }
     }
 
-    /** Stops the thread once every attached connection has closed, and waits for it. */
+    /** One connection's turn: what it throws closes it, never this thread. */
+    private static int progress(VerbsConnection c) {
+        try {
+            return c.progress();
+        } catch (RuntimeException e) {
+            fail(c, e);
+            return 0;
+        }
+    }
+
+    private static void fail(VerbsConnection c, RuntimeException e) {
+        try {
+            c.failed(e);
+        } catch (RuntimeException again) {
+            LOG.log(System.Logger.Level.ERROR, "closing " + c + " after a failure failed", again);
+        }
+    }
+
+    /**
+     * Stops the thread once every attached connection has closed; those still attached after {@code grace}
+     * are torn down, their waiting operations failed as closed. Returns whether the thread ended within
+     * {@code grace} and the join's bound: false means it may still touch native memory, which must then stay.
+     */
+    boolean stop(Duration grace) {
+        forceAt = System.nanoTime() + grace.toNanos();
+        running = false;
+        try {
+            thread.join(grace.plus(JOIN_AFTER_GRACE));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return !thread.isAlive();
+    }
+
     @Override
     public void close() {
-        running = false;
-        VerbsTransport.join(thread);
+        stop(Duration.ZERO);
     }
 }

@@ -33,6 +33,7 @@ import java.util.concurrent.locks.ReentrantLock;
 final class VerbsConnection implements ProviderConnection, CompletionPolling.Handler {
 
     /** Work request ids of receives carry this bit; the slot is in the low bits. */
+    private static final System.Logger LOG = System.getLogger(VerbsConnection.class.getName());
     private static final long RECV_BIT = 1L << 62;
     private static final long CLOSE_DRAIN_NANOS = TimeUnit.SECONDS.toNanos(1);
 
@@ -312,33 +313,56 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
             // A flushed receive while open means the QP entered the error state on its own: as a responder
             // after refusing a peer's one-sided request (which never completes here), or after an
             // asynchronous error. Disconnect at once, so the peer learns it now, not at its operation timeout.
+            if (status == WorkCompletions.LOC_LEN_ERR || status == WorkCompletions.LOC_QP_OP_ERR) {
+                // what a receive reports for an incoming SEND longer than its buffer (Soft-RoCE: the latter)
+                refuse(new ProtocolException("peer sent a message that does not fit this side's receive slot of "
+                        + resources.slotSize + " bytes (" + Verbs.completionStatus(status)
+                        + "): it ignores this side's max-message-size"));
+                return;
+            }
             beginClose(new ConnectionClosedException("receive from " + remote + " failed: " + Verbs.completionStatus(status)
                     + (status == WorkCompletions.WR_FLUSH_ERR ? " (the queue pair entered the error state)" : "")));
             return;
         }
         MessageChannel.Received received;
+        ConnectionEvents deliverTo = null;
         try {
             received = messages.read(slot, byteLength);
+            lock.lock();
+            try {
+                if (state == State.CLOSING || state == State.CLOSED) {
+                    return;
+                }
+                messages.accept(slot, received);
+                if (received.payload() != null) {
+                    deliverTo = facade.deliverTo(received.payload());
+                }
+            } finally {
+                lock.unlock();
+            }
         } catch (ProtocolException e) {
-            beginClose(e);
+            refuse(e);
             return;
-        }
-        ConnectionEvents deliverTo = null;
-        lock.lock();
-        try {
-            if (state == State.CLOSING || state == State.CLOSED) {
-                return;
-            }
-            messages.accept(slot, received);
-            if (received.payload() != null) {
-                deliverTo = facade.deliverTo(received.payload());
-            }
-        } finally {
-            lock.unlock();
         }
         if (deliverTo != null) {
             deliverTo.onMessage(received.payload());
         }
+    }
+
+    /** The peer broke the verbs message protocol: only this connection closes. */
+    private void refuse(ProtocolException violation) {
+        LOG.log(System.Logger.Level.WARNING, "closing " + this + ": " + violation.getMessage());
+        beginClose(violation);
+    }
+
+    /**
+     * Progress thread: handling this connection's completions threw. Only this connection closes; the progress
+     * thread goes on with the others.
+     */
+    void failed(RuntimeException e) {
+        LOG.log(System.Logger.Level.ERROR, "closing " + this + ": handling its completions failed", e);
+        beginClose(e instanceof RdmaException r ? r
+                : new RdmaException("handling the completions of " + this + " failed: " + e, e));
     }
 
     // ---- closing ----
@@ -425,6 +449,28 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
     /** Tells the facade once that the connection is closed (with the first cause). */
     private void reportClosed() {
         facade.reportClosed(() -> closeCause);
+    }
+
+    /**
+     * Progress thread, when the transport stops and this connection is still attached: tears down now, whatever is
+     * still posted; waiting operations fail with {@link ConnectionClosedException}.
+     */
+    void forceFinish() {
+        beginClose(new ConnectionClosedException("the transport was closed while the connection to " + remote
+                + " was still open"));
+        polling.exclusively(() -> {
+            boolean closing;
+            lock.lock();
+            try {
+                closing = state == State.CLOSING;
+            } finally {
+                lock.unlock();
+            }
+            if (closing) {
+                finish();
+            }
+        });
+        transport.detach(this);
     }
 
     /** Teardown of a connection that never reached the progress thread (setup failed or was refused). */

@@ -18,6 +18,10 @@ import java.net.UnknownHostException;
 public final class VerbsProvider implements RdmaProvider {
 
     public static final String NAME = "verbs";
+    /** Why a config with a shared secret cannot open this provider: refused, never silently unauthenticated. */
+    static final String SHARED_SECRET_UNSUPPORTED = "the verbs provider cannot enforce 'shared-secret' (peers are not"
+            + " authenticated on verbs yet): remove the shared-secret setting to use verbs unauthenticated on a trusted"
+            + " network, or set provider=tcp to require it";
 
     @Override
     public String name() {
@@ -54,6 +58,9 @@ public final class VerbsProvider implements RdmaProvider {
     }
 
     static Examination examine(TransportConfig config) {
+        if (config.sharedSecretValue().isPresent()) {
+            return new Examination(Availability.unusable(SHARED_SECRET_UNSUPPORTED), null);
+        }
         DiscoveryOptions options;
         try {
             options = options(config);

@@ -46,6 +46,8 @@ final class VerbsTransport implements ProviderTransport {
 
     private static final System.Logger LOG = System.getLogger(VerbsTransport.class.getName());
     private static final int LISTEN_BACKLOG = 128;
+    /** How long close lets connections drain before the progress thread tears them down regardless. */
+    private static final Duration CLOSE_GRACE = Duration.ofSeconds(10);
 
     final TransportConfig config;
     final TransportMetrics metrics;
@@ -283,18 +285,19 @@ final class VerbsTransport implements ProviderTransport {
         for (VerbsConnection c : attached) {
             c.close();
         }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!attached.isEmpty() && System.nanoTime() < deadline) {
-            sleep(5);
-        }
         running = false;
         cmEvents.close();
-        progress.close();
+        // The progress thread tears down every connection (past the grace period whatever they wait for) before
+        // the device goes: freeing the device first would free what it may still poll.
+        boolean progressEnded = progress.stop(CLOSE_GRACE);
         for (VerbsConnection c : settingUp) {
             c.destroyUnattached();
         }
-        if (!attached.isEmpty()) {
-            LOG.log(System.Logger.Level.WARNING, attached.size() + " verbs connections did not close in time");
+        if (!progressEnded || cmEvents.isAlive()) {
+            LOG.log(System.Logger.Level.ERROR, "the rdma4j verbs " + (progressEnded ? "CM event" : "progress")
+                    + " thread did not end within " + CLOSE_GRACE + " and a few seconds: the device (protection domain,"
+                    + " channels) is left allocated, since that thread may still use it");
+            return;
         }
         device.close();
     }
@@ -302,14 +305,6 @@ final class VerbsTransport implements ProviderTransport {
     static void join(Thread t) {
         try {
             t.join(TimeUnit.SECONDS.toMillis(10));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    private static void sleep(long ms) {
-        try {
-            Thread.sleep(ms);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

@@ -136,6 +136,30 @@ class CompletionPollingTest {
     }
 
     @Test
+    void aHandlerThatThrowsStillLetsTheCloseCheckRunAndReleasesTheCq() {
+        CompletionPolling p = new CompletionPolling(0, new CompletionPolling.Handler() {
+            @Override
+            public void onCompletion(long wrId, int status, int byteLength) {
+                throw new IllegalStateException("handler failed on " + wrId);
+            }
+
+            @Override
+            public void onPollFailure(int result) {
+                throw new AssertionError("poll failed: " + result);
+            }
+        });
+        p.attach(completions);
+        READY.add(7L);
+        AtomicInteger checks = new AtomicInteger();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> p.progress(checks::incrementAndGet))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("on 7");
+        assertThat(checks).as("the closing connection's teardown check ran anyway").hasValue(1);
+        // the poll lock was released: the next turn polls again
+        assertThat(p.progress(checks::incrementAndGet)).isZero();
+        assertThat(checks).hasValue(2);
+    }
+
+    @Test
     void nothingPollsATornDownCq() {
         CompletionPolling p = polling(TimeUnit.MILLISECONDS.toNanos(1));
         p.tearDown();

@@ -29,6 +29,8 @@ public final class RecordBatchParser {
     private static final int ATTRIBUTES_OFFSET = 21;
     private static final int RECORDS_OFFSET = 61;
     private static final Header[] NO_HEADERS = new Header[0];
+    /** The smallest v2 record: seven one-byte fields (length, attributes, deltas, key and value lengths, header count). */
+    static final int MIN_RECORD_BYTES = 7;
 
     private RecordBatchParser() {
     }
@@ -72,7 +74,12 @@ public final class RecordBatchParser {
                 records = inflate(codec, records);
             }
             int count = recordCount();
-            List<ParsedRecord> out = new ArrayList<>(Math.max(0, count));
+            // a record takes at least MIN_RECORD_BYTES: a count beyond what the bytes can hold sizes nothing
+            if (count < 0 || count > records.remaining() / MIN_RECORD_BYTES) {
+                throw new CorruptRecordException("record batch at offset " + baseOffset() + " claims " + count
+                        + " records in " + records.remaining() + " bytes");
+            }
+            List<ParsedRecord> out = new ArrayList<>(count);
             long logAppendTime = timestampType() == TimestampType.LOG_APPEND_TIME ? maxTimestamp() : -1;
             try {
                 for (int i = 0; i < count; i++) {
@@ -93,14 +100,18 @@ public final class RecordBatchParser {
             ByteBuffer key = slice(in, ByteUtils.readVarint(in));
             ByteBuffer value = slice(in, ByteUtils.readVarint(in));
             int headerCount = ByteUtils.readVarint(in);
+            // each header takes at least two bytes (two lengths); no length is allocated before it is checked
+            if (headerCount < 0 || headerCount > in.remaining() / 2) {
+                throw new IllegalStateException(headerCount + " headers in " + in.remaining() + " bytes");
+            }
             Header[] headers = headerCount == 0 ? NO_HEADERS : new Header[headerCount];
             for (int h = 0; h < headerCount; h++) {
-                byte[] name = new byte[ByteUtils.readVarint(in)];
+                byte[] name = new byte[within(in, ByteUtils.readVarint(in))];
                 in.get(name);
                 int valueLength = ByteUtils.readVarint(in);
                 byte[] headerValue = null;
                 if (valueLength >= 0) {
-                    headerValue = new byte[valueLength];
+                    headerValue = new byte[within(in, valueLength)];
                     in.get(headerValue);
                 }
                 headers[h] = new RecordHeader(new String(name, StandardCharsets.UTF_8), headerValue);
@@ -110,6 +121,14 @@ public final class RecordBatchParser {
             }
             long timestamp = logAppendTime >= 0 ? logAppendTime : baseTimestamp() + timestampDelta;
             return new ParsedRecord(baseOffset() + offsetDelta, timestamp, key, value, headers);
+        }
+
+        /** {@code length}, once checked against what {@code in} still holds. */
+        private static int within(ByteBuffer in, int length) {
+            if (length < 0 || length > in.remaining()) {
+                throw new IllegalStateException("a field of " + length + " bytes in " + in.remaining());
+            }
+            return length;
         }
 
         private static ByteBuffer slice(ByteBuffer in, int length) {

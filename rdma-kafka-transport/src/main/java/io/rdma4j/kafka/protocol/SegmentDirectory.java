@@ -78,6 +78,39 @@ public final class SegmentDirectory {
             return out.array();
         }
 
+        /**
+         * Checks what a consumer sizes reads by: an OK response has a watermark region holding a watermark record,
+         * segments in increasing base offset order whose exported lengths lie within their regions, and a start
+         * position within the first segment.
+         *
+         * @throws ProtocolException for a response no exporter sends
+         */
+        void check() {
+            if (status != Status.OK) {
+                return;
+            }
+            if (watermarkRegion == null || watermarkRegion.length() < Watermark.SIZE) {
+                throw new ProtocolException("directory response without a watermark region of at least " + Watermark.SIZE
+                        + " bytes");
+            }
+            long previousBase = -1;
+            for (Segment s : segments) {
+                if (s.baseOffset() <= previousBase) {
+                    throw new ProtocolException("directory segments out of order: base offset " + s.baseOffset() + " after "
+                            + previousBase);
+                }
+                if (s.exportedLength() < 0 || s.exportedLength() > s.region().length()) {
+                    throw new ProtocolException("segment " + s.baseOffset() + " claims " + s.exportedLength()
+                            + " exported bytes in a region of " + s.region().length());
+                }
+                previousBase = s.baseOffset();
+            }
+            if (!segments.isEmpty() && (startPosition < 0 || startPosition > segments.getFirst().exportedLength())) {
+                throw new ProtocolException("directory start position " + startPosition + " lies outside the first segment's "
+                        + segments.getFirst().exportedLength() + " exported bytes");
+            }
+        }
+
         public static Response fromBytes(ByteBuffer in) {
             try {
                 int statusCode = in.get();
@@ -97,7 +130,9 @@ public final class SegmentDirectory {
                     boolean complete = in.get() == 1;
                     segments.add(new Segment(base, length, complete, RegionDescriptor.fromBytes(in)));
                 }
-                return new Response(Status.values()[statusCode], watermark, start, List.copyOf(segments));
+                Response r = new Response(Status.values()[statusCode], watermark, start, List.copyOf(segments));
+                r.check();
+                return r;
             } catch (java.nio.BufferUnderflowException | IllegalArgumentException e) {
                 throw new ProtocolException("malformed rdma4j Kafka directory response: " + e.getMessage());
             }

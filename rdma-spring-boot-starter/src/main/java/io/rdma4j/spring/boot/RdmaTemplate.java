@@ -1,6 +1,7 @@
 package io.rdma4j.spring.boot;
 
 import io.rdma4j.core.Access;
+import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTimeoutException;
@@ -217,17 +218,43 @@ public final class RdmaTemplate implements AutoCloseable {
 
     // ---------------------------------------------------------------- reading (the client's side)
 
-    /** The descriptor of the region {@code peer} published under {@code name}. */
+    /**
+     * The descriptor of the region {@code peer} published under {@code name}.
+     *
+     * @throws ProtocolException when the reply is not one readable region descriptor of this transport's provider
+     */
     public RegionDescriptor lookup(InetSocketAddress peer, String name) {
         byte[] request = nameBytes(name);
+        ByteBuffer reply;
         try {
-            return RegionDescriptor.fromBytes(connection(peer).requestAndWait(RequestTypes.SPRING_REGION_LOOKUP, ByteBuffer.wrap(request)));
+            reply = connection(peer).requestAndWait(RequestTypes.SPRING_REGION_LOOKUP, ByteBuffer.wrap(request));
         } catch (RemoteRequestException e) {
             if (e.status() == RemoteRequestException.Status.REFUSED) {
                 throw new RegionNotFoundException(peer + ": " + e.reason());
             }
             throw e;
         }
+        return lookupReply(peer, name, reply);
+    }
+
+    /** Checks the peer's answer to a lookup of {@code name} before its length sizes anything. */
+    private RegionDescriptor lookupReply(InetSocketAddress peer, String name, ByteBuffer reply) {
+        if (reply.remaining() != RegionDescriptor.SERIALIZED_SIZE) {
+            throw new ProtocolException(peer + " answered the lookup of region '" + name + "' with " + reply.remaining()
+                    + " bytes, not a " + RegionDescriptor.SERIALIZED_SIZE + "-byte region descriptor");
+        }
+        RegionDescriptor remote;
+        try {
+            remote = RegionDescriptor.fromBytes(reply);
+        } catch (IllegalArgumentException e) {
+            throw new ProtocolException(peer + " answered the lookup of region '" + name + "' with a malformed descriptor: "
+                    + e.getMessage());
+        }
+        if (!remote.provider().equals(transport.provider()) || !remote.allows(Access.REMOTE_READ)) {
+            throw new ProtocolException(peer + " answered the lookup of region '" + name + "' with " + remote
+                    + ", which this " + transport.provider() + " transport cannot read");
+        }
+        return remote;
     }
 
     /**
@@ -236,9 +263,12 @@ public final class RdmaTemplate implements AutoCloseable {
      *
      * @return the number of bytes read (the region's size)
      */
-    @SuppressWarnings("try") // the registration is only held open, so the NIC may write into the sink until the read ends
     public long read(InetSocketAddress peer, String name, MemorySegment sink) {
-        RegionDescriptor remote = lookup(peer, name);
+        return read(peer, name, lookup(peer, name), sink);
+    }
+
+    @SuppressWarnings("try") // the registration is only held open, so the NIC may write into the sink until the read ends
+    private long read(InetSocketAddress peer, String name, RegionDescriptor remote, MemorySegment sink) {
         if (sink.byteSize() < remote.length()) {
             throw new IllegalArgumentException("region '" + name + "' at " + peer + " has " + remote.length()
                     + " bytes but the sink holds only " + sink.byteSize());
@@ -254,27 +284,76 @@ public final class RdmaTemplate implements AutoCloseable {
         }
     }
 
-    /** Reads the region into new memory of {@code arena} (a shared, auto or global arena). */
+    /**
+     * Reads the region into new memory of {@code arena} (a shared, auto or global arena), if it is at most the
+     * machine's physical memory.
+     */
     public MemorySegment read(InetSocketAddress peer, String name, Arena arena) {
+        return read(peer, name, arena, physicalMemory());
+    }
+
+    /**
+     * Reads the region into new memory of {@code arena} (a shared, auto or global arena).
+     *
+     * @throws RegionTooLargeException when the peer's region has more than {@code maxBytes}, before anything is allocated
+     */
+    public MemorySegment read(InetSocketAddress peer, String name, Arena arena, long maxBytes) {
         RegionDescriptor remote = lookup(peer, name);
+        requireAtMost(peer, name, remote, maxBytes, "the read's limit");
         MemorySegment sink = arena.allocate(remote.length(), 64);
-        read(peer, name, sink);
+        read(peer, name, remote, sink);
         return sink;
     }
 
-    /** Reads the region into {@code target} (created or replaced, written through a mapping, then forced to disk). */
+    /**
+     * Reads the region into {@code target} (created or replaced, written through a mapping, then forced to disk), if it
+     * fits the usable space of the target's file system.
+     */
     public long readToFile(InetSocketAddress peer, String name, Path target) {
+        return readToFile(peer, name, target, Long.MAX_VALUE);
+    }
+
+    /**
+     * Reads the region into {@code target} (created or replaced, written through a mapping, then forced to disk).
+     *
+     * @throws RegionTooLargeException when the peer's region has more than {@code maxBytes} or more than the usable
+     *                                 space of the target's file system, before the file is created
+     */
+    public long readToFile(InetSocketAddress peer, String name, Path target, long maxBytes) {
         RegionDescriptor remote = lookup(peer, name);
+        requireAtMost(peer, name, remote, maxBytes, "the read's limit");
+        requireAtMost(peer, name, remote, usableSpace(target), "the usable space of the file system of " + target);
         try (Arena arena = Arena.ofShared();
              FileChannel channel = FileChannel.open(target, StandardOpenOption.CREATE, StandardOpenOption.READ,
                      StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
             MemorySegment mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, remote.length(), arena);
-            long read = read(peer, name, mapped);
+            long read = read(peer, name, remote, mapped);
             mapped.force();
             return read;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write region '" + name + "' to " + target, e);
         }
+    }
+
+    private static void requireAtMost(InetSocketAddress peer, String name, RegionDescriptor remote, long maxBytes, String limit) {
+        if (remote.length() > maxBytes) {
+            throw new RegionTooLargeException("region '" + name + "' at " + peer + " has " + remote.length() + " bytes, more than "
+                    + limit + " (" + maxBytes + " bytes); nothing was allocated for it");
+        }
+    }
+
+    private static long usableSpace(Path target) {
+        Path dir = target.toAbsolutePath().getParent();
+        try {
+            return Files.getFileStore(dir).getUsableSpace();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot tell the usable space for " + target, e);
+        }
+    }
+
+    private static long physicalMemory() {
+        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+                .getTotalMemorySize();
     }
 
     /** The transport's I/O threads touch the memory, so a confined arena's memory cannot be used. */
