@@ -122,7 +122,7 @@ public record TransportConfig(
                 case "operation-timeout" -> b.operationTimeout(parseDuration(key, value));
                 case "max-outstanding-operations" -> b.maxOutstandingOperations(parseInt(key, value));
                 case "max-message-size" -> b.maxMessageSize(parseInt(key, value));
-                case "shared-secret" -> b.sharedSecret(value.isEmpty() ? null : value);
+                case "shared-secret" -> b.sharedSecret(value);
                 default -> {
                     if (key.indexOf('.') > 0) {
                         b.providerOption(key, value);

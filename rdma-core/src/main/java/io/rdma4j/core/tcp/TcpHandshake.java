@@ -24,15 +24,29 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * The connection handshake: both sides send a hello (magic, version, flags, nonce); with a shared
  * secret each then proves knowledge of it with HMAC-SHA256 over both nonces (bound to its role, so a
- * proof cannot be reflected back) and says whether it accepted the peer's proof.
+ * proof cannot be reflected back). The connecting side proves first; the listener proves itself only to
+ * a peer whose proof it accepted.
  */
 final class TcpHandshake {
 
     private static final byte ACCEPTED = 1;
     private static final byte REJECTED = 0;
+    private static final byte CONNECTOR = 'C';
+    private static final byte LISTENER = 'L';
+    /** Shorter secrets could be guessed offline from one observed handshake. */
+    static final int MIN_SECRET_BYTES = 16;
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private TcpHandshake() {
+    }
+
+    /** Refuses a configured secret (empty included) shorter than {@value #MIN_SECRET_BYTES} bytes. */
+    static void checkSecret(String secret) {
+        if (secret != null && secret.getBytes(StandardCharsets.UTF_8).length < MIN_SECRET_BYTES) {
+            throw new IllegalArgumentException("shared-secret must be at least " + MIN_SECRET_BYTES
+                    + " bytes (128 bits), got " + secret.getBytes(StandardCharsets.UTF_8).length
+                    + "; generate one, e.g. with 'openssl rand -base64 24', or leave shared-secret unset for no authentication");
+        }
     }
 
     /** Runs the handshake on a connected blocking channel within {@code timeout}; closes nothing on success. */
@@ -90,18 +104,50 @@ final class TcpHandshake {
             throw new AuthenticationException(peer + " has no shared secret configured but this side requires one;"
                     + " configure the same shared-secret on both sides");
         }
-        byte ownRole = connecting ? (byte) 'C' : (byte) 'L';
-        byte peerRole = connecting ? (byte) 'L' : (byte) 'C';
-        writeFully(channel, ByteBuffer.wrap(proof(secret.get(), ownRole, ownNonce, peerNonce)));
-        byte[] peerProof = new byte[TcpFrameCodec.PROOF_SIZE];
-        readFully(channel, ByteBuffer.wrap(peerProof), peer);
-        boolean peerOk = MessageDigest.isEqual(peerProof, proof(secret.get(), peerRole, peerNonce, ownNonce));
-        writeFully(channel, ByteBuffer.wrap(new byte[] {peerOk ? ACCEPTED : REJECTED}));
+        if (connecting) {
+            proveThenVerify(channel, secret.get(), ownNonce, peerNonce, peer);
+        } else {
+            verifyThenProve(channel, secret.get(), ownNonce, peerNonce, peer);
+        }
+    }
+
+    /**
+     * The connecting side proves first. It learns the listener's verdict, and only after an acceptance the
+     * listener's proof, which it checks and answers with its own verdict.
+     */
+    private static void proveThenVerify(SocketChannel channel, String secret, byte[] ownNonce, byte[] peerNonce,
+                                        String peer) throws IOException {
+        writeFully(channel, ByteBuffer.wrap(proof(secret, CONNECTOR, ownNonce, peerNonce)));
         ByteBuffer verdict = ByteBuffer.allocate(1);
         readFully(channel, verdict, peer);
+        if (verdict.get(0) != ACCEPTED) {
+            throw new AuthenticationException(peer + " rejected this side's shared secret; configure the same shared-secret on both sides");
+        }
+        byte[] peerProof = new byte[TcpFrameCodec.PROOF_SIZE];
+        readFully(channel, ByteBuffer.wrap(peerProof), peer);
+        boolean peerOk = MessageDigest.isEqual(peerProof, proof(secret, LISTENER, peerNonce, ownNonce));
+        writeFully(channel, ByteBuffer.wrap(new byte[] {peerOk ? ACCEPTED : REJECTED}));
         if (!peerOk) {
             throw new AuthenticationException(peer + " failed to prove the shared secret; configure the same shared-secret on both sides");
         }
+    }
+
+    /**
+     * The listener checks the connecting side's proof before it proves anything itself, so a peer without the
+     * secret never gets a proof to guess the secret from offline.
+     */
+    private static void verifyThenProve(SocketChannel channel, String secret, byte[] ownNonce, byte[] peerNonce,
+                                        String peer) throws IOException {
+        byte[] peerProof = new byte[TcpFrameCodec.PROOF_SIZE];
+        readFully(channel, ByteBuffer.wrap(peerProof), peer);
+        if (!MessageDigest.isEqual(peerProof, proof(secret, CONNECTOR, peerNonce, ownNonce))) {
+            writeFully(channel, ByteBuffer.wrap(new byte[] {REJECTED}));
+            throw new AuthenticationException(peer + " failed to prove the shared secret; configure the same shared-secret on both sides");
+        }
+        writeFully(channel, ByteBuffer.allocate(1 + TcpFrameCodec.PROOF_SIZE).put(ACCEPTED)
+                .put(proof(secret, LISTENER, ownNonce, peerNonce)).flip());
+        ByteBuffer verdict = ByteBuffer.allocate(1);
+        readFully(channel, verdict, peer);
         if (verdict.get(0) != ACCEPTED) {
             throw new AuthenticationException(peer + " rejected this side's shared secret; configure the same shared-secret on both sides");
         }
