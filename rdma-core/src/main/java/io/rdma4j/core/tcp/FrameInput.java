@@ -5,17 +5,16 @@ import io.rdma4j.core.ConnectionClosedException;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 
 /** Blocking reads from a connection's socket; used by its reader thread only. */
 final class FrameInput {
 
-    private final SocketChannel channel;
+    private final FrameChannel channel;
     private final InetSocketAddress remoteAddress;
     private final PendingOperations pending;
     private ByteBuffer scratch;
 
-    FrameInput(SocketChannel channel, InetSocketAddress remoteAddress, PendingOperations pending) {
+    FrameInput(FrameChannel channel, InetSocketAddress remoteAddress, PendingOperations pending) {
         this.channel = channel;
         this.remoteAddress = remoteAddress;
         this.pending = pending;

@@ -4,7 +4,6 @@ import io.rdma4j.core.ConnectionClosedException;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -18,14 +17,14 @@ import java.util.concurrent.atomic.AtomicLong;
 final class OutgoingFrames {
 
     private final TcpConnection connection;
-    private final SocketChannel channel;
+    private final FrameChannel channel;
     private final LinkedBlockingDeque<Outgoing> queue = new LinkedBlockingDeque<>();
     /** Responses to the peer's requests queued and not yet written, and their bytes: the reader's bounds. */
     private final AtomicInteger unsentResponses = new AtomicInteger();
     private final AtomicLong unsentResponseBytes = new AtomicLong();
     private volatile long lastWriteNanos = System.nanoTime();
 
-    OutgoingFrames(TcpConnection connection, SocketChannel channel) {
+    OutgoingFrames(TcpConnection connection, FrameChannel channel) {
         this.connection = connection;
         this.channel = channel;
     }

@@ -33,6 +33,7 @@ final class TcpConnection implements ProviderConnection {
 
     private final TcpTransport transport;
     private final SocketChannel channel;
+    private final FrameChannel frames;
     private final InetSocketAddress remoteAddress;
     private final InetSocketAddress localAddress;
     private final int chunkSize;
@@ -57,7 +58,7 @@ final class TcpConnection implements ProviderConnection {
     private Thread reader;
     private Thread writer;
 
-    TcpConnection(TcpTransport transport, SocketChannel channel, Runnable releaseSlot) throws IOException {
+    TcpConnection(TcpTransport transport, SocketChannel channel, FrameChannel frames, Runnable releaseSlot) throws IOException {
         this.transport = transport;
         this.options = transport.options();
         this.releaseSlot = releaseSlot;
@@ -67,7 +68,8 @@ final class TcpConnection implements ProviderConnection {
         this.chunkSize = transport.options().chunkSize();
         this.maxMessageSize = transport.config().maxMessageSize();
         this.pending = new PendingOperations(this, remoteAddress);
-        this.outgoing = new OutgoingFrames(this, channel);
+        this.frames = frames;
+        this.outgoing = new OutgoingFrames(this, frames);
         this.peerRequests = new PeerRequests(this, transport, outgoing, remoteAddress, chunkSize);
     }
 
@@ -141,7 +143,7 @@ final class TcpConnection implements ProviderConnection {
     // ---- reader thread ----
 
     private void readLoop() {
-        FrameInput input = new FrameInput(channel, remoteAddress, pending);
+        FrameInput input = new FrameInput(frames, remoteAddress, pending);
         ByteBuffer header = ByteBuffer.allocateDirect(TcpFrameCodec.HEADER_SIZE);
         ByteBuffer body = ByteBuffer.allocate(1 + TcpFrameCodec.MAX_ERROR_MESSAGE);
         try {

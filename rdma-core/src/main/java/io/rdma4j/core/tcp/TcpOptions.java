@@ -24,14 +24,16 @@ import java.util.Set;
  *                                 a keep-alive frame after a quarter of it without traffic
  * @param maxRejections            refused requests (unknown keys, out of range, denied) after which the connection
  *                                 is closed, as a verbs queue pair enters the error state
+ * @param tls                      TLS settings, or null for plain tcp
  */
 record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeout, int maxUnsentResponses,
                   long maxUnsentResponseBytes, long maxInboxBytes, int maxConnections, int maxConnectionsPerAddress,
-                  Duration handshakeTimeout, Duration idleTimeout, int maxRejections) {
+                  Duration handshakeTimeout, Duration idleTimeout, int maxRejections, TcpTls tls) {
 
     static final Set<String> KEYS = Set.of("chunk-size", "max-request-bytes", "region-close-timeout",
             "max-unsent-responses", "max-unsent-response-bytes", "max-inbox-bytes", "max-connections",
-            "max-connections-per-address", "handshake-timeout", "idle-timeout", "max-rejections");
+            "max-connections-per-address", "handshake-timeout", "idle-timeout", "max-rejections", "tls", "tls.key-store",
+            "tls.key-store-password", "tls.trust-store", "tls.trust-store-password", "tls.client-auth");
 
     static TcpOptions from(TransportConfig config) {
         for (String qualified : config.providerOptions().keySet()) {
@@ -55,7 +57,7 @@ record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeo
         }
         int rejections = (int) count(config, "max-rejections", 3, 1, 1 << 20);
         return new TcpOptions((int) chunk, maxRequest, closeWait, unsent, unsentBytes, inbox, connections, perAddress,
-                handshake, idle, rejections);
+                handshake, idle, rejections, TcpTls.from(config).orElse(null));
     }
 
     private static long bytes(TransportConfig config, String key, long fallback, long min, long max) {

@@ -153,6 +153,10 @@ final class TcpTransport implements ProviderTransport {
     @Override
     public ProviderListener listen(InetSocketAddress address, Consumer<ProviderConnection> onConnection) {
         checkOpen();
+        if (options.tls() != null && !options.tls().hasKey()) {
+            throw new IllegalArgumentException("listening with tcp.tls=true needs tcp.tls.key-store (this side's"
+                    + " certificate and key)");
+        }
         ServerSocketChannel server;
         try {
             server = ServerSocketChannel.open();
@@ -177,9 +181,9 @@ final class TcpTransport implements ProviderTransport {
             long start = System.nanoTime();
             channel.socket().connect(address, (int) Math.max(1, Math.min(Integer.MAX_VALUE, timeout.toMillis())));
             Duration left = timeout.minusNanos(System.nanoTime() - start);
-            TcpHandshake.run(channel, true, config.sharedSecretValue(), left.isNegative() || left.isZero()
-                    ? Duration.ofMillis(1) : left, timers, address.toString());
-            return adopt(channel, () -> { });
+            FrameChannel frames = TcpHandshake.run(channel, true, config.sharedSecretValue(), options.tls(),
+                    left.isNegative() || left.isZero() ? Duration.ofMillis(1) : left, timers, address);
+            return adopt(channel, frames, () -> { });
         } catch (SocketTimeoutException e) {
             closeQuietly(channel);
             throw new RdmaTimeoutException("connect to " + address + " did not finish within " + timeout);
@@ -192,8 +196,8 @@ final class TcpTransport implements ProviderTransport {
         }
     }
 
-    private TcpConnection adopt(SocketChannel channel, Runnable releaseSlot) throws IOException {
-        TcpConnection c = new TcpConnection(this, channel, releaseSlot);
+    private TcpConnection adopt(SocketChannel channel, FrameChannel frames, Runnable releaseSlot) throws IOException {
+        TcpConnection c = new TcpConnection(this, channel, frames, releaseSlot);
         connections.add(c);
         if (closed.get()) {
             c.close();
@@ -341,10 +345,12 @@ final class TcpTransport implements ProviderTransport {
                 }
             };
             try {
-                peer = String.valueOf(channel.getRemoteAddress());
+                InetSocketAddress remote = (InetSocketAddress) channel.getRemoteAddress();
+                peer = String.valueOf(remote);
                 channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                TcpHandshake.run(channel, false, config.sharedSecretValue(), options.handshakeTimeout(), timers, peer);
-                c = adopt(channel, releaseSlot);
+                FrameChannel frames = TcpHandshake.run(channel, false, config.sharedSecretValue(), options.tls(),
+                        options.handshakeTimeout(), timers, remote);
+                c = adopt(channel, frames, releaseSlot);
                 onConnection.accept(c);
             } catch (IOException | RuntimeException e) {
                 if (c != null) {
