@@ -13,6 +13,8 @@ final class FrameInput {
     private final InetSocketAddress remoteAddress;
     private final PendingOperations pending;
     private ByteBuffer scratch;
+    /** When bytes last arrived ({@link System#nanoTime()}); the idle check reads it from another thread. */
+    private volatile long lastReadNanos = System.nanoTime();
 
     FrameInput(FrameChannel channel, InetSocketAddress remoteAddress, PendingOperations pending) {
         this.channel = channel;
@@ -32,7 +34,12 @@ final class FrameInput {
                 throw new ConnectionClosedException(remoteAddress + " closed the connection"
                         + (pending.isEmpty() ? "" : " with " + pending.size() + " operation(s) pending"));
             }
+            lastReadNanos = System.nanoTime();
         }
+    }
+
+    long lastReadNanos() {
+        return lastReadNanos;
     }
 
     /** Reads and discards bytes nobody waits for any more (a failed request's data). */

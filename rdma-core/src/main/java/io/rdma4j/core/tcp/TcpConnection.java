@@ -41,6 +41,7 @@ final class TcpConnection implements ProviderConnection {
     private final PendingOperations pending;
     private final OutgoingFrames outgoing;
     private final PeerRequests peerRequests;
+    private final FrameInput input;
     private final Object lock = new Object();
     private final AtomicBoolean finishedOnce = new AtomicBoolean();
     private final AtomicBoolean slotReleased = new AtomicBoolean();
@@ -50,7 +51,6 @@ final class TcpConnection implements ProviderConnection {
     private final TcpOptions options;
     /** Gives the listener's connection slot back; runs once. */
     private final Runnable releaseSlot;
-    private volatile long lastReadNanos = System.nanoTime();
     private volatile boolean readingPaused;
     private volatile boolean finished;
     private volatile RdmaException closeCause;
@@ -70,6 +70,7 @@ final class TcpConnection implements ProviderConnection {
         this.pending = new PendingOperations(this, remoteAddress);
         this.frames = frames;
         this.outgoing = new OutgoingFrames(this, frames);
+        this.input = new FrameInput(frames, remoteAddress, pending);
         this.peerRequests = new PeerRequests(this, transport, outgoing, remoteAddress, chunkSize);
     }
 
@@ -143,14 +144,13 @@ final class TcpConnection implements ProviderConnection {
     // ---- reader thread ----
 
     private void readLoop() {
-        FrameInput input = new FrameInput(frames, remoteAddress, pending);
+        FrameInput input = this.input;
         ByteBuffer header = ByteBuffer.allocateDirect(TcpFrameCodec.HEADER_SIZE);
         ByteBuffer body = ByteBuffer.allocate(1 + TcpFrameCodec.MAX_ERROR_MESSAGE);
         try {
             while (true) {
                 awaitCapacity();
                 input.readFully(header.clear());
-                lastReadNanos = System.nanoTime();
                 TcpFrameCodec.Header h = TcpFrameCodec.decodeHeader(header.flip(), maxMessageSize);
                 switch (h.type()) {
                     case TcpFrameCodec.READ_REQ -> peerRequests.serveRead(TcpFrameCodec.decodeRequest(h, input.readBody(body, h)));
@@ -234,7 +234,7 @@ final class TcpConnection implements ProviderConnection {
         }
         long idle = options.idleTimeout().toNanos();
         long lastWrite = outgoing.lastWriteNanos();
-        long silentFor = readingPaused ? now - lastWrite : now - lastReadNanos;
+        long silentFor = readingPaused ? now - lastWrite : now - input.lastReadNanos();
         if (silentFor > idle) {
             transport.rejected("idle connection from " + remoteAddress + " closed after " + options.idleTimeout()
                     + (readingPaused ? " without the peer reading" : " without traffic") + " (tcp.idle-timeout)");
