@@ -42,6 +42,11 @@ final class FrameInput {
         return lastReadNanos;
     }
 
+    /** Restarts the idle clock, as if bytes had just arrived. */
+    void markRead() {
+        lastReadNanos = System.nanoTime();
+    }
+
     /** Reads and discards bytes nobody waits for any more (a failed request's data). */
     void drain(long length) throws IOException {
         if (scratch == null) {

@@ -46,7 +46,7 @@ final class TcpConnection implements ProviderConnection {
     private final AtomicBoolean finishedOnce = new AtomicBoolean();
     private final AtomicBoolean slotReleased = new AtomicBoolean();
     private final AtomicBoolean pingQueued = new AtomicBoolean();
-    /** The reader waits here while a bound is reached; the writer and the idle sweep wake it. */
+    /** The reader waits here while a bound is reached; the writer wakes it when a response is written. */
     private final Object readGate = new Object();
     private final TcpOptions options;
     /** Gives the listener's connection slot back; runs once. */
@@ -201,6 +201,8 @@ final class TcpConnection implements ProviderConnection {
                 Thread.currentThread().interrupt();
                 throw new ConnectionClosedException("reader of the connection to " + remoteAddress + " was interrupted");
             } finally {
+                // the pause was this side's choice, not the peer's silence
+                input.markRead();
                 readingPaused = false;
             }
         }
