@@ -406,6 +406,16 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         }
     }
 
+    @Override
+    public long unreceivedMessageBytes() {
+        return inbox.queuedBytes();
+    }
+
+    @Override
+    public int unansweredRequests() {
+        return dispatcher.unanswered();
+    }
+
     /** The peer broke the message protocol: count it, say so, and close as for any protocol violation. */
     void refuse(ProtocolException violation) {
         transport.metrics().recordRejected();

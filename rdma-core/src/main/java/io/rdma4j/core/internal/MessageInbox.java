@@ -1,6 +1,7 @@
 package io.rdma4j.core.internal;
 
 import io.rdma4j.core.RdmaException;
+import io.rdma4j.core.spi.ConnectionEvents;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
@@ -26,6 +27,8 @@ final class MessageInbox {
     private final Executor completions;
     private final ArrayDeque<ByteBuffer> messages = new ArrayDeque<>();
     private final ArrayDeque<CompletableFuture<ByteBuffer>> waiters = new ArrayDeque<>();
+    /** What the queued messages count towards the provider's inbox bound. */
+    private volatile long queuedBytes;
 
     MessageInbox(Object closeLock, Supplier<RdmaException> closedFailure, Executor completions) {
         this.closeLock = closeLock;
@@ -37,6 +40,7 @@ final class MessageInbox {
         synchronized (closeLock) {
             ByteBuffer next = messages.pollFirst();
             if (next != null) {
+                queuedBytes -= cost(next);
                 return CompletableFuture.completedFuture(next);
             }
             RdmaException closed = closedFailure.get();
@@ -62,12 +66,22 @@ final class MessageInbox {
                     return false;
                 }
                 messages.addLast(message.asReadOnlyBuffer());
+                queuedBytes += cost(message);
                 return true;
             }
         }
         ByteBuffer m = message.asReadOnlyBuffer();
         completions.execute(() -> waiter.complete(m));
         return true;
+    }
+
+    /** Bytes of queued messages, each counted at least {@link ConnectionEvents#MESSAGE_OVERHEAD}. */
+    long queuedBytes() {
+        return queuedBytes;
+    }
+
+    private static long cost(ByteBuffer message) {
+        return Math.max(message.remaining(), ConnectionEvents.MESSAGE_OVERHEAD);
     }
 
     /** Under the close lock, once the connection is closed: the receivers to fail. */

@@ -32,6 +32,8 @@ final class RequestDispatcher {
     private final Peer peer;
     /** The peer's requests this side's handlers have not answered yet. */
     private final AtomicInteger serving = new AtomicInteger();
+    /** The peer's requests whose replies are not sent yet (BUSY and UNKNOWN_TYPE replies included). */
+    private final AtomicInteger unanswered = new AtomicInteger();
 
     RequestDispatcher(DefaultConnection connection, ProviderConnection pc, DefaultRdmaTransport transport,
                       RequestHandlers handlers, Peer peer) {
@@ -44,6 +46,7 @@ final class RequestDispatcher {
 
     /** A peer's request: handed to its handler on a completion thread, never run on the provider's thread. */
     void serve(MessageHeader header, ByteBuffer body) {
+        unanswered.incrementAndGet();
         RequestHandler handler = handlers.handler(header.type());
         if (handler == null) {
             replyLater(MessageHeader.errorReply(header.type(), header.correlationId(), RemoteRequestException.Status.UNKNOWN_TYPE,
@@ -73,6 +76,7 @@ final class RequestDispatcher {
                 serving.decrementAndGet();
                 ByteBuffer framed = replyTo(header, answer, error);
                 connection.sendFramed(framed, framed.remaining() - MessageHeader.SIZE).whenComplete((v, sendFailure) -> {
+                    unanswered.decrementAndGet();
                     if (sendFailure != null) {
                         LOG.log(System.Logger.Level.DEBUG, "reply to " + peer.address() + " not sent: " + sendFailure);
                     }
@@ -82,7 +86,13 @@ final class RequestDispatcher {
     }
 
     private void replyLater(ByteBuffer framed, int bodySize) {
-        transport.completions().execute(() -> connection.sendFramed(framed, bodySize));
+        transport.completions().execute(() -> connection.sendFramed(framed, bodySize)
+                .whenComplete((v, sendFailure) -> unanswered.decrementAndGet()));
+    }
+
+    /** Requests of the peer not answered on the wire yet; providers stop reading from the peer beyond their bound. */
+    int unanswered() {
+        return unanswered.get();
     }
 
     /** The framed reply to a handler's outcome; failures become error replies that reveal no internals. */

@@ -13,4 +13,21 @@ public interface ConnectionEvents {
      * {@link io.rdma4j.core.RdmaException} describing why. Called once.
      */
     void onClosed(Throwable cause);
+
+    /**
+     * Bytes of the peer's two-sided messages that the application has not received yet (each message counted
+     * at least {@value #MESSAGE_OVERHEAD} bytes, its cost on the heap). A provider that can stop reading from
+     * the peer does so while this exceeds its bound.
+     */
+    default long unreceivedMessageBytes() {
+        return 0;
+    }
+
+    /** The peer's requests whose replies are not sent yet; a provider that can stop reading does so beyond its bound. */
+    default int unansweredRequests() {
+        return 0;
+    }
+
+    /** The least a queued message counts towards {@link #unreceivedMessageBytes()}. */
+    int MESSAGE_OVERHEAD = 1024;
 }

@@ -5,17 +5,18 @@ import io.rdma4j.core.ConnectionClosedException;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 
 /** Blocking reads from a connection's socket; used by its reader thread only. */
 final class FrameInput {
 
-    private final SocketChannel channel;
+    private final FrameChannel channel;
     private final InetSocketAddress remoteAddress;
     private final PendingOperations pending;
     private ByteBuffer scratch;
+    /** When bytes last arrived ({@link System#nanoTime()}); the idle check reads it from another thread. */
+    private volatile long lastReadNanos = System.nanoTime();
 
-    FrameInput(SocketChannel channel, InetSocketAddress remoteAddress, PendingOperations pending) {
+    FrameInput(FrameChannel channel, InetSocketAddress remoteAddress, PendingOperations pending) {
         this.channel = channel;
         this.remoteAddress = remoteAddress;
         this.pending = pending;
@@ -33,7 +34,17 @@ final class FrameInput {
                 throw new ConnectionClosedException(remoteAddress + " closed the connection"
                         + (pending.isEmpty() ? "" : " with " + pending.size() + " operation(s) pending"));
             }
+            lastReadNanos = System.nanoTime();
         }
+    }
+
+    long lastReadNanos() {
+        return lastReadNanos;
+    }
+
+    /** Restarts the idle clock, as if bytes had just arrived. */
+    void markRead() {
+        lastReadNanos = System.nanoTime();
     }
 
     /** Reads and discards bytes nobody waits for any more (a failed request's data). */

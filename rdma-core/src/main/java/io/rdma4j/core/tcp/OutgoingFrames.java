@@ -4,9 +4,10 @@ import io.rdma4j.core.ConnectionClosedException;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingDeque;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The frames a connection has to write and the writer thread's loop that drains them. Items that stream
@@ -16,10 +17,14 @@ import java.util.concurrent.LinkedBlockingDeque;
 final class OutgoingFrames {
 
     private final TcpConnection connection;
-    private final SocketChannel channel;
+    private final FrameChannel channel;
     private final LinkedBlockingDeque<Outgoing> queue = new LinkedBlockingDeque<>();
+    /** Responses to the peer's requests queued and not yet written, and their bytes: the reader's bounds. */
+    private final AtomicInteger unsentResponses = new AtomicInteger();
+    private final AtomicLong unsentResponseBytes = new AtomicLong();
+    private volatile long lastWriteNanos = System.nanoTime();
 
-    OutgoingFrames(TcpConnection connection, SocketChannel channel) {
+    OutgoingFrames(TcpConnection connection, FrameChannel channel) {
         this.connection = connection;
         this.channel = channel;
     }
@@ -29,6 +34,29 @@ final class OutgoingFrames {
         if (connection.isFinished()) {
             abortQueued();
         }
+    }
+
+    /**
+     * Queues a response to one of the peer's requests, counted until written or aborted, so the reader can stop
+     * taking requests from a peer that does not read its responses.
+     */
+    void enqueueResponse(Outgoing o, long bytes) {
+        unsentResponses.incrementAndGet();
+        unsentResponseBytes.addAndGet(bytes);
+        enqueue(new Response(o, bytes));
+    }
+
+    int unsentResponses() {
+        return unsentResponses.get();
+    }
+
+    long unsentResponseBytes() {
+        return unsentResponseBytes.get();
+    }
+
+    /** When the writer last wrote to the socket ({@link System#nanoTime()}). */
+    long lastWriteNanos() {
+        return lastWriteNanos;
     }
 
     /** Puts a frame ahead of everything queued. */
@@ -68,6 +96,7 @@ final class OutgoingFrames {
         }
         while (left > 0) {
             left -= channel.write(buffers);
+            lastWriteNanos = System.nanoTime();
         }
     }
 
@@ -83,6 +112,51 @@ final class OutgoingFrames {
         boolean writeTo(OutgoingFrames frames) throws IOException;
 
         void abort(ConnectionClosedException cause);
+    }
+
+    /** A response being counted; settles the count once when done or aborted and wakes a waiting reader. */
+    private final class Response implements Outgoing {
+        private final Outgoing response;
+        private final long bytes;
+        private boolean settled;
+
+        Response(Outgoing response, long bytes) {
+            this.response = response;
+            this.bytes = bytes;
+        }
+
+        @Override
+        public boolean writeTo(OutgoingFrames frames) throws IOException {
+            boolean more;
+            try {
+                more = response.writeTo(frames);
+            } catch (IOException | RuntimeException e) {
+                settle();
+                throw e;
+            }
+            if (!more) {
+                settle();
+            }
+            return more;
+        }
+
+        @Override
+        public void abort(ConnectionClosedException cause) {
+            try {
+                response.abort(cause);
+            } finally {
+                settle();
+            }
+        }
+
+        private synchronized void settle() {
+            if (!settled) {
+                settled = true;
+                unsentResponses.decrementAndGet();
+                unsentResponseBytes.addAndGet(-bytes);
+                connection.responseWritten();
+            }
+        }
     }
 
     /** Whole frames written at once; {@code done} (if any) completes once written. */

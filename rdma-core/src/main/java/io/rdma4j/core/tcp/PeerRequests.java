@@ -11,6 +11,10 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -20,6 +24,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 final class PeerRequests {
 
+    private static final long REFUSAL_FLUSH_MILLIS = 1000;
+
     private final TcpConnection connection;
     private final TcpTransport transport;
     private final OutgoingFrames frames;
@@ -27,6 +33,8 @@ final class PeerRequests {
     private final int chunkSize;
     /** Peer writes being received; touched by the reader thread only (and by releaseAll, after it stopped). */
     private final Map<Long, PeerWrite> peerWrites = new HashMap<>();
+    /** Requests refused on this connection; reader thread only. */
+    private int rejections;
 
     PeerRequests(TcpConnection connection, TcpTransport transport, OutgoingFrames frames,
                  InetSocketAddress remoteAddress, int chunkSize) {
@@ -45,7 +53,8 @@ final class PeerRequests {
             reject(r, e);
             return;
         }
-        frames.enqueue(new ServeRead(r.id(), region, r.address() - region.segment().address(), r.length()));
+        frames.enqueueResponse(new ServeRead(r.id(), region, r.address() - region.segment().address(), r.length()),
+                TcpFrameCodec.HEADER_SIZE + r.length());
     }
 
     void acceptWrite(TcpFrameCodec.Request r) {
@@ -63,7 +72,7 @@ final class PeerRequests {
         if (r.length() == 0) {
             region.unpin(connection);
             transport.metrics().recordServed(OperationType.WRITE, 0);
-            frames.enqueue(new OutgoingFrames.Control(TcpFrameCodec.encodeEmpty(TcpFrameCodec.WRITE_ACK, r.id())));
+            respond(TcpFrameCodec.encodeEmpty(TcpFrameCodec.WRITE_ACK, r.id()));
             return;
         }
         peerWrites.put(r.id(), new PeerWrite(region, r.address() - region.segment().address(), r.length()));
@@ -81,8 +90,8 @@ final class PeerRequests {
         if (w.region.isRevoked()) {
             peerWrites.remove(h.id());
             w.region.unpin(connection);
-            frames.enqueue(new OutgoingFrames.Control(TcpFrameCodec.encodeError(h.id(),
-                    RemoteAccessException.Reason.RESPONDER_ERROR, "the region was deregistered during the write")));
+            respond(TcpFrameCodec.encodeError(h.id(), RemoteAccessException.Reason.RESPONDER_ERROR,
+                    "the region was deregistered during the write"));
             input.drain(h.length());
             return;
         }
@@ -92,15 +101,51 @@ final class PeerRequests {
             peerWrites.remove(h.id());
             w.region.unpin(connection);
             transport.metrics().recordServed(OperationType.WRITE, w.length);
-            frames.enqueue(new OutgoingFrames.Control(TcpFrameCodec.encodeEmpty(TcpFrameCodec.WRITE_ACK, h.id())));
+            respond(TcpFrameCodec.encodeEmpty(TcpFrameCodec.WRITE_ACK, h.id()));
         }
     }
 
+    private void respond(ByteBuffer frame) {
+        frames.enqueueResponse(new OutgoingFrames.Control(frame), frame.remaining());
+    }
+
+    /**
+     * Refuses a request. The peer learns only the reason code: the region's address and size, which would help
+     * it probe, go to this side's log with the peer's address. After max-rejections refusals the connection is
+     * closed once the last refusal is written, so keys cannot be guessed at line rate.
+     */
     private void reject(TcpFrameCodec.Request r, RemoteAccessException e) {
         String what = (r.type() == TcpFrameCodec.READ_REQ ? "read" : "write") + " of " + r.length() + " bytes by "
                 + remoteAddress + ": " + e.getMessage();
         transport.rejected(what);
-        frames.enqueue(new OutgoingFrames.Control(TcpFrameCodec.encodeError(r.id(), e.reason(), e.getMessage())));
+        rejections++;
+        CompletableFuture<Void> written = new CompletableFuture<>();
+        ByteBuffer frame = TcpFrameCodec.encodeError(r.id(), e.reason(), refusal(e.reason()));
+        frames.enqueueResponse(new OutgoingFrames.Control(written, frame), frame.remaining());
+        int max = transport.options().maxRejections();
+        if (rejections >= max) {
+            try {
+                written.get(REFUSAL_FLUSH_MILLIS, TimeUnit.MILLISECONDS);
+            } catch (ExecutionException | TimeoutException ignored) {
+                // the peer does not read: it loses the connection without the last refusal
+            } catch (InterruptedException ignored) {
+                Thread.currentThread().interrupt();
+            }
+            throw new ConnectionClosedException("closed the connection from " + remoteAddress + " after " + rejections
+                    + " refused requests (tcp.max-rejections " + max + ")");
+        }
+    }
+
+    /** The refusal text a peer gets: the reason and what to do, nothing about the region. */
+    private String refusal(RemoteAccessException.Reason reason) {
+        return switch (reason) {
+            case TOO_LARGE -> "the request exceeds the responder's tcp.max-request-bytes "
+                    + transport.options().maxRequestBytes() + "; split it";
+            case UNKNOWN_KEY -> "no live region has this key; ask the owner for a current descriptor";
+            case OUT_OF_RANGE -> "the range is outside the region; check the descriptor and offset";
+            case ACCESS_DENIED -> "the region was not registered for this access";
+            default -> "the request was refused";
+        };
     }
 
     /** Unpins the regions of peer writes still being received; called once the reader stopped. */

@@ -33,6 +33,7 @@ final class TcpConnection implements ProviderConnection {
 
     private final TcpTransport transport;
     private final SocketChannel channel;
+    private final FrameChannel frames;
     private final InetSocketAddress remoteAddress;
     private final InetSocketAddress localAddress;
     private final int chunkSize;
@@ -40,23 +41,36 @@ final class TcpConnection implements ProviderConnection {
     private final PendingOperations pending;
     private final OutgoingFrames outgoing;
     private final PeerRequests peerRequests;
+    private final FrameInput input;
     private final Object lock = new Object();
     private final AtomicBoolean finishedOnce = new AtomicBoolean();
+    private final AtomicBoolean slotReleased = new AtomicBoolean();
+    private final AtomicBoolean pingQueued = new AtomicBoolean();
+    /** The reader waits here while a bound is reached; the writer wakes it when a response is written. */
+    private final Object readGate = new Object();
+    private final TcpOptions options;
+    /** Gives the listener's connection slot back; runs once. */
+    private final Runnable releaseSlot;
+    private volatile boolean readingPaused;
     private volatile boolean finished;
     private volatile RdmaException closeCause;
-    private ConnectionEvents events;
+    private volatile ConnectionEvents events;
     private Thread reader;
     private Thread writer;
 
-    TcpConnection(TcpTransport transport, SocketChannel channel) throws IOException {
+    TcpConnection(TcpTransport transport, SocketChannel channel, FrameChannel frames, Runnable releaseSlot) throws IOException {
         this.transport = transport;
+        this.options = transport.options();
+        this.releaseSlot = releaseSlot;
         this.channel = channel;
         this.remoteAddress = (InetSocketAddress) channel.getRemoteAddress();
         this.localAddress = (InetSocketAddress) channel.getLocalAddress();
         this.chunkSize = transport.options().chunkSize();
         this.maxMessageSize = transport.config().maxMessageSize();
         this.pending = new PendingOperations(this, remoteAddress);
-        this.outgoing = new OutgoingFrames(this, channel);
+        this.frames = frames;
+        this.outgoing = new OutgoingFrames(this, frames);
+        this.input = new FrameInput(frames, remoteAddress, pending);
         this.peerRequests = new PeerRequests(this, transport, outgoing, remoteAddress, chunkSize);
     }
 
@@ -130,11 +144,12 @@ final class TcpConnection implements ProviderConnection {
     // ---- reader thread ----
 
     private void readLoop() {
-        FrameInput input = new FrameInput(channel, remoteAddress, pending);
+        FrameInput input = this.input;
         ByteBuffer header = ByteBuffer.allocateDirect(TcpFrameCodec.HEADER_SIZE);
         ByteBuffer body = ByteBuffer.allocate(1 + TcpFrameCodec.MAX_ERROR_MESSAGE);
         try {
             while (true) {
+                awaitCapacity();
                 input.readFully(header.clear());
                 TcpFrameCodec.Header h = TcpFrameCodec.decodeHeader(header.flip(), maxMessageSize);
                 switch (h.type()) {
@@ -150,6 +165,9 @@ final class TcpConnection implements ProviderConnection {
                         input.readFully(message);
                         events.onMessage(message.flip());
                     }
+                    case TcpFrameCodec.PING -> {
+                        // keep-alive: reading it is all it asks for
+                    }
                     case TcpFrameCodec.CLOSE -> throw new ConnectionClosedException(remoteAddress + " closed the connection");
                     default -> throw new ProtocolException("unexpected frame type " + h.type());
                 }
@@ -158,6 +176,89 @@ final class TcpConnection implements ProviderConnection {
             fail(e);
         } finally {
             finish();
+        }
+    }
+
+    // ---- bounds ----
+
+    /**
+     * Blocks the reader while the peer has reached a bound (unsent responses, their bytes, unreceived messages,
+     * unanswered requests): the socket is not read, so TCP's flow control holds the peer back and this side's
+     * memory stays bounded whatever the peer sends.
+     */
+    private void awaitCapacity() {
+        if (!atBound()) {
+            return;
+        }
+        synchronized (readGate) {
+            readingPaused = true;
+            try {
+                while (closeCause == null && atBound()) {
+                    // The application's receive() does not signal this gate: poll for it.
+                    readGate.wait(5);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new ConnectionClosedException("reader of the connection to " + remoteAddress + " was interrupted");
+            } finally {
+                // the pause was this side's choice, not the peer's silence
+                input.markRead();
+                readingPaused = false;
+            }
+        }
+    }
+
+    private boolean atBound() {
+        ConnectionEvents e = events;
+        return outgoing.unsentResponses() >= options.maxUnsentResponses()
+                || outgoing.unsentResponseBytes() >= options.maxUnsentResponseBytes()
+                || e.unreceivedMessageBytes() >= options.maxInboxBytes()
+                || e.unansweredRequests() >= options.maxUnsentResponses();
+    }
+
+    /** A response was written or dropped: a reader waiting on the response bounds may go on. */
+    void responseWritten() {
+        if (readingPaused) {
+            synchronized (readGate) {
+                readGate.notifyAll();
+            }
+        }
+    }
+
+    /**
+     * Called periodically by the transport: closes the connection if the peer went silent (nothing read within
+     * the idle timeout while reading, or nothing written within it while the reader is held back by a bound),
+     * and sends a keep-alive after a quarter of the timeout without writing.
+     */
+    void checkIdle(long now) {
+        if (events == null || finished) {
+            return;
+        }
+        long idle = options.idleTimeout().toNanos();
+        long lastWrite = outgoing.lastWriteNanos();
+        long silentFor = readingPaused ? now - lastWrite : now - input.lastReadNanos();
+        if (silentFor > idle) {
+            transport.rejected("idle connection from " + remoteAddress + " closed after " + options.idleTimeout()
+                    + (readingPaused ? " without the peer reading" : " without traffic") + " (tcp.idle-timeout)");
+            fail(new ConnectionClosedException("connection to " + remoteAddress + " was idle for longer than tcp.idle-timeout "
+                    + options.idleTimeout() + "; the peer stopped " + (readingPaused ? "reading" : "sending")));
+            return;
+        }
+        if (now - lastWrite > idle / 4 && pingQueued.compareAndSet(false, true)) {
+            outgoing.enqueue(new OutgoingFrames.Control(pingDone(), TcpFrameCodec.encodeEmpty(TcpFrameCodec.PING, 0)));
+        }
+    }
+
+    private CompletableFuture<Void> pingDone() {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        done.whenComplete((v, e) -> pingQueued.set(false));
+        return done;
+    }
+
+    /** Gives the listener's connection slot back, once. */
+    void releaseSlot() {
+        if (slotReleased.compareAndSet(false, true)) {
+            releaseSlot.run();
         }
     }
 

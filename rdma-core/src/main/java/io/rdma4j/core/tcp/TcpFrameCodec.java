@@ -11,7 +11,8 @@ import java.nio.charset.StandardCharsets;
  * allocated for it, so a hostile or broken peer can only cause a {@link ProtocolException}.
  *
  * <p>Handshake (each side sends one, then reads the peer's): magic "R4JT"(4) version(2) flags(2) nonce(32).
- * With a shared secret both sides then exchange an HMAC proof (32) and a verdict byte.
+ * With a shared secret the connecting side then sends its HMAC proof (32); the listener answers with a verdict
+ * byte and, only if it accepted, its own proof (32); the connecting side ends with its verdict byte.
  *
  * <p>Frame: header type(1) flags(1) reserved(2, zero) payloadLength(4) requestId(8), big-endian, then
  * the payload. Requests carry address(8) length(8) key(8); data frames carry raw bytes that the
@@ -43,6 +44,8 @@ public final class TcpFrameCodec {
     public static final byte ERROR = 7;
     public static final byte SEND = 8;
     public static final byte CLOSE = 9;
+    /** Keep-alive: sent after a quarter of the idle timeout without traffic, so a live peer is never idle. */
+    public static final byte PING = 10;
 
     private TcpFrameCodec() {
     }
@@ -52,7 +55,7 @@ public final class TcpFrameCodec {
     }
 
     /** A fully decoded frame (what {@link #decode} returns; the connection decodes piecewise). */
-    public sealed interface Frame permits Request, Data, Done, Error, Message, Close {
+    public sealed interface Frame permits Request, Data, Done, Error, Message, Close, Ping {
     }
 
     /** READ_REQ or WRITE_REQ. */
@@ -74,6 +77,9 @@ public final class TcpFrameCodec {
     }
 
     public record Close() implements Frame {
+    }
+
+    public record Ping() implements Frame {
     }
 
     /** The peer's hello. */
@@ -141,7 +147,7 @@ public final class TcpFrameCodec {
         boolean ok = switch (type) {
             case READ_REQ, WRITE_REQ -> length == REQUEST_BODY_SIZE;
             case READ_DATA, WRITE_DATA -> length > 0 && length <= MAX_DATA_CHUNK;
-            case READ_DONE, WRITE_ACK, CLOSE -> length == 0;
+            case READ_DONE, WRITE_ACK, CLOSE, PING -> length == 0;
             case ERROR -> length >= 1 && length <= 1 + MAX_ERROR_MESSAGE;
             case SEND -> length >= 0 && length <= maxMessageSize;
             default -> throw new ProtocolException("malformed frame: unknown frame type " + type);
@@ -217,6 +223,7 @@ public final class TcpFrameCodec {
             case ERROR -> decodeError(h, body);
             case SEND -> new Message(ByteBuffer.allocate(h.length()).put(body).flip());
             case CLOSE -> new Close();
+            case PING -> new Ping();
             default -> throw new IllegalStateException("unreachable: header validated");
         };
     }

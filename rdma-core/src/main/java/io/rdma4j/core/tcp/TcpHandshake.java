@@ -7,7 +7,9 @@ import io.rdma4j.core.RdmaTimeoutException;
 
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
+import javax.net.ssl.SSLException;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
@@ -24,20 +26,38 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * The connection handshake: both sides send a hello (magic, version, flags, nonce); with a shared
  * secret each then proves knowledge of it with HMAC-SHA256 over both nonces (bound to its role, so a
- * proof cannot be reflected back) and says whether it accepted the peer's proof.
+ * proof cannot be reflected back). The connecting side proves first; the listener proves itself only to
+ * a peer whose proof it accepted.
  */
 final class TcpHandshake {
 
     private static final byte ACCEPTED = 1;
     private static final byte REJECTED = 0;
+    private static final byte CONNECTOR = 'C';
+    private static final byte LISTENER = 'L';
+    /** Shorter secrets could be guessed offline from one observed handshake. */
+    static final int MIN_SECRET_BYTES = 16;
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private TcpHandshake() {
     }
 
-    /** Runs the handshake on a connected blocking channel within {@code timeout}; closes nothing on success. */
-    static void run(SocketChannel channel, boolean connecting, Optional<String> secret, Duration timeout,
-                    ScheduledExecutorService timers, String peer) {
+    /** Refuses a configured secret (empty included) shorter than {@value #MIN_SECRET_BYTES} bytes. */
+    static void checkSecret(String secret) {
+        if (secret != null && secret.getBytes(StandardCharsets.UTF_8).length < MIN_SECRET_BYTES) {
+            throw new IllegalArgumentException("shared-secret must be at least " + MIN_SECRET_BYTES
+                    + " bytes (128 bits), got " + secret.getBytes(StandardCharsets.UTF_8).length
+                    + "; generate one, e.g. with 'openssl rand -base64 24', or leave shared-secret unset for no authentication");
+        }
+    }
+
+    /**
+     * Runs the handshake on a connected blocking socket within {@code timeout}, first TLS when {@code tls} is
+     * given; returns the channel the connection's frames use. Closes nothing on success.
+     */
+    static FrameChannel run(SocketChannel channel, boolean connecting, Optional<String> secret, TcpTls tls,
+                            Duration timeout, ScheduledExecutorService timers, InetSocketAddress peerAddress) {
+        String peer = String.valueOf(peerAddress);
         AtomicBoolean expired = new AtomicBoolean();
         ScheduledFuture<?> watchdog = timers.schedule(() -> {
             expired.set(true);
@@ -47,8 +67,24 @@ final class TcpHandshake {
                 // closing only to abort the blocked handshake
             }
         }, timeout.toNanos(), TimeUnit.NANOSECONDS);
+        FrameChannel frames;
         try {
-            exchange(channel, connecting, secret, peer);
+            if (tls == null) {
+                frames = FrameChannel.plain(channel);
+            } else {
+                TlsChannel secured = new TlsChannel(channel, tls.engine(connecting, peerAddress));
+                secured.handshake();
+                frames = secured;
+            }
+            exchange(frames, connecting, secret, peer);
+        } catch (SSLException e) {
+            if (expired.get()) {
+                throw new RdmaTimeoutException("handshake with " + peer + " did not finish within " + timeout);
+            }
+            AuthenticationException failure = new AuthenticationException("TLS handshake with " + peer + " failed: "
+                    + e.getMessage() + "; check tcp.tls on both sides, the certificates and the trust stores");
+            failure.initCause(e);
+            throw failure;
         } catch (IOException e) {
             if (expired.get()) {
                 throw new RdmaTimeoutException("handshake with " + peer + " did not finish within " + timeout);
@@ -65,9 +101,10 @@ final class TcpHandshake {
         if (expired.get()) {
             throw new RdmaTimeoutException("handshake with " + peer + " did not finish within " + timeout);
         }
+        return frames;
     }
 
-    private static void exchange(SocketChannel channel, boolean connecting, Optional<String> secret, String peer)
+    private static void exchange(FrameChannel channel, boolean connecting, Optional<String> secret, String peer)
             throws IOException {
         byte[] ownNonce = new byte[TcpFrameCodec.NONCE_SIZE];
         RANDOM.nextBytes(ownNonce);
@@ -90,25 +127,60 @@ final class TcpHandshake {
             throw new AuthenticationException(peer + " has no shared secret configured but this side requires one;"
                     + " configure the same shared-secret on both sides");
         }
-        byte ownRole = connecting ? (byte) 'C' : (byte) 'L';
-        byte peerRole = connecting ? (byte) 'L' : (byte) 'C';
-        writeFully(channel, ByteBuffer.wrap(proof(secret.get(), ownRole, ownNonce, peerNonce)));
-        byte[] peerProof = new byte[TcpFrameCodec.PROOF_SIZE];
-        readFully(channel, ByteBuffer.wrap(peerProof), peer);
-        boolean peerOk = MessageDigest.isEqual(peerProof, proof(secret.get(), peerRole, peerNonce, ownNonce));
-        writeFully(channel, ByteBuffer.wrap(new byte[] {peerOk ? ACCEPTED : REJECTED}));
+        if (connecting) {
+            proveThenVerify(channel, secret.get(), ownNonce, peerNonce, peer);
+        } else {
+            verifyThenProve(channel, secret.get(), ownNonce, peerNonce, peer);
+        }
+    }
+
+    /**
+     * The connecting side proves first. It learns the listener's verdict, and only after an acceptance the
+     * listener's proof, which it checks and answers with its own verdict.
+     */
+    private static void proveThenVerify(FrameChannel channel, String secret, byte[] ownNonce, byte[] peerNonce,
+                                        String peer) throws IOException {
+        writeFully(channel, ByteBuffer.wrap(proof(secret, CONNECTOR, ownNonce, peerNonce, channel.binding())));
         ByteBuffer verdict = ByteBuffer.allocate(1);
         readFully(channel, verdict, peer);
+        if (verdict.get(0) != ACCEPTED) {
+            throw new AuthenticationException(peer + " rejected this side's shared secret; configure the same shared-secret on both sides");
+        }
+        byte[] peerProof = new byte[TcpFrameCodec.PROOF_SIZE];
+        readFully(channel, ByteBuffer.wrap(peerProof), peer);
+        boolean peerOk = MessageDigest.isEqual(peerProof, proof(secret, LISTENER, peerNonce, ownNonce, channel.binding()));
+        writeFully(channel, ByteBuffer.wrap(new byte[] {peerOk ? ACCEPTED : REJECTED}));
         if (!peerOk) {
             throw new AuthenticationException(peer + " failed to prove the shared secret; configure the same shared-secret on both sides");
         }
+    }
+
+    /**
+     * The listener checks the connecting side's proof before it proves anything itself, so a peer without the
+     * secret never gets a proof to guess the secret from offline.
+     */
+    private static void verifyThenProve(FrameChannel channel, String secret, byte[] ownNonce, byte[] peerNonce,
+                                        String peer) throws IOException {
+        byte[] peerProof = new byte[TcpFrameCodec.PROOF_SIZE];
+        readFully(channel, ByteBuffer.wrap(peerProof), peer);
+        if (!MessageDigest.isEqual(peerProof, proof(secret, CONNECTOR, peerNonce, ownNonce, channel.binding()))) {
+            writeFully(channel, ByteBuffer.wrap(new byte[] {REJECTED}));
+            throw new AuthenticationException(peer + " failed to prove the shared secret; configure the same shared-secret on both sides");
+        }
+        writeFully(channel, ByteBuffer.allocate(1 + TcpFrameCodec.PROOF_SIZE).put(ACCEPTED)
+                .put(proof(secret, LISTENER, ownNonce, peerNonce, channel.binding())).flip());
+        ByteBuffer verdict = ByteBuffer.allocate(1);
+        readFully(channel, verdict, peer);
         if (verdict.get(0) != ACCEPTED) {
             throw new AuthenticationException(peer + " rejected this side's shared secret; configure the same shared-secret on both sides");
         }
     }
 
-    /** HMAC-SHA256(secret, role || prover's nonce || verifier's nonce). */
-    static byte[] proof(String secret, byte role, byte[] proverNonce, byte[] verifierNonce) {
+    /**
+     * HMAC-SHA256(secret, role || prover's nonce || verifier's nonce || channel binding). Under TLS the binding
+     * is the session's exported keying material, so a proof relayed into another TLS session does not verify.
+     */
+    static byte[] proof(String secret, byte role, byte[] proverNonce, byte[] verifierNonce, byte[] binding) {
         try {
             Mac mac = Mac.getInstance("HmacSHA256");
             mac.init(new SecretKeySpec(secret.getBytes(StandardCharsets.UTF_8), "HmacSHA256"));
@@ -116,19 +188,21 @@ final class TcpHandshake {
             mac.update(role);
             mac.update(proverNonce);
             mac.update(verifierNonce);
+            mac.update(binding);
             return mac.doFinal();
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("HmacSHA256 is not available in this JDK", e);
         }
     }
 
-    static void writeFully(SocketChannel channel, ByteBuffer buffer) throws IOException {
+    static void writeFully(FrameChannel channel, ByteBuffer buffer) throws IOException {
+        ByteBuffer[] one = {buffer};
         while (buffer.hasRemaining()) {
-            channel.write(buffer);
+            channel.write(one);
         }
     }
 
-    static void readFully(SocketChannel channel, ByteBuffer buffer, String peer) throws IOException {
+    static void readFully(FrameChannel channel, ByteBuffer buffer, String peer) throws IOException {
         while (buffer.hasRemaining()) {
             if (channel.read(buffer) < 0) {
                 throw new ConnectionClosedException(peer + " closed the connection");

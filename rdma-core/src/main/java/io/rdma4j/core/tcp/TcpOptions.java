@@ -7,15 +7,33 @@ import java.util.Locale;
 import java.util.Set;
 
 /**
- * The tcp provider's options ({@code tcp.*} keys of {@link TransportConfig}).
+ * The tcp provider's options ({@code tcp.*} keys of {@link TransportConfig}). The bounds keep a responder's
+ * memory, connections and threads finite whatever its peers send: beyond the per-connection bounds the
+ * connection's reader stops reading the socket, so TCP's own flow control holds the peer back.
  *
- * @param chunkSize          bytes per data frame, so other frames interleave with large transfers
- * @param maxRequestBytes    longest read or write this side serves in one request (and issues)
- * @param regionCloseTimeout how long deregistering waits for in-flight serves before closing their connections
+ * @param chunkSize                bytes per data frame, so other frames interleave with large transfers
+ * @param maxRequestBytes          longest read or write this side serves in one request (and issues)
+ * @param regionCloseTimeout       how long deregistering waits for in-flight serves before closing their connections
+ * @param maxUnsentResponses       served requests (data, acknowledgements, errors, replies) not yet written to a peer
+ * @param maxUnsentResponseBytes   bytes of those responses
+ * @param maxInboxBytes            bytes of a peer's two-sided messages the application has not received yet
+ * @param maxConnections           connections per listener, handshakes included
+ * @param maxConnectionsPerAddress connections per listener from one remote IP address
+ * @param handshakeTimeout         how long an accepted peer has to complete the handshake
+ * @param idleTimeout              a connection on which nothing arrives for this long is closed; each side sends
+ *                                 a keep-alive frame after a quarter of it without traffic
+ * @param maxRejections            refused requests (unknown keys, out of range, denied) after which the connection
+ *                                 is closed, as a verbs queue pair enters the error state
+ * @param tls                      TLS settings, or null for plain tcp
  */
-record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeout) {
+record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeout, int maxUnsentResponses,
+                  long maxUnsentResponseBytes, long maxInboxBytes, int maxConnections, int maxConnectionsPerAddress,
+                  Duration handshakeTimeout, Duration idleTimeout, int maxRejections, TcpTls tls) {
 
-    static final Set<String> KEYS = Set.of("chunk-size", "max-request-bytes", "region-close-timeout");
+    static final Set<String> KEYS = Set.of("chunk-size", "max-request-bytes", "region-close-timeout",
+            "max-unsent-responses", "max-unsent-response-bytes", "max-inbox-bytes", "max-connections",
+            "max-connections-per-address", "handshake-timeout", "idle-timeout", "max-rejections", "tls", "tls.key-store",
+            "tls.key-store-password", "tls.trust-store", "tls.trust-store-password", "tls.client-auth");
 
     static TcpOptions from(TransportConfig config) {
         for (String qualified : config.providerOptions().keySet()) {
@@ -24,22 +42,48 @@ record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeo
                         + String.join(", tcp.", KEYS.stream().sorted().toList()));
             }
         }
-        long chunk = config.option("tcp", "chunk-size").map(v -> parseBytes("tcp.chunk-size", v)).orElse(1L << 20);
-        if (chunk < 4096 || chunk > TcpFrameCodec.MAX_DATA_CHUNK) {
-            throw new IllegalArgumentException("tcp.chunk-size must be between 4096 and " + TcpFrameCodec.MAX_DATA_CHUNK
-                    + " bytes, got " + chunk);
+        long chunk = bytes(config, "chunk-size", 1L << 20, 4096, TcpFrameCodec.MAX_DATA_CHUNK);
+        long maxRequest = bytes(config, "max-request-bytes", 1L << 30, 1, Long.MAX_VALUE);
+        Duration closeWait = duration(config, "region-close-timeout", Duration.ofSeconds(5));
+        int unsent = (int) count(config, "max-unsent-responses", 1024, 1, 1 << 20);
+        long unsentBytes = bytes(config, "max-unsent-response-bytes", 64L << 20, 4096, Long.MAX_VALUE);
+        long inbox = bytes(config, "max-inbox-bytes", 4L << 20, config.maxMessageSize(), Long.MAX_VALUE);
+        int connections = (int) count(config, "max-connections", 4096, 1, 1 << 20);
+        int perAddress = (int) count(config, "max-connections-per-address", 256, 1, 1 << 20);
+        Duration handshake = duration(config, "handshake-timeout", Duration.ofSeconds(10));
+        Duration idle = duration(config, "idle-timeout", Duration.ofSeconds(60));
+        if (idle.toMillis() < 100) {
+            throw new IllegalArgumentException("tcp.idle-timeout must be at least 100ms, got " + idle);
         }
-        long maxRequest = config.option("tcp", "max-request-bytes").map(v -> parseBytes("tcp.max-request-bytes", v))
-                .orElse(1L << 30);
-        if (maxRequest < 1) {
-            throw new IllegalArgumentException("tcp.max-request-bytes must be positive, got " + maxRequest);
+        int rejections = (int) count(config, "max-rejections", 3, 1, 1 << 20);
+        return new TcpOptions((int) chunk, maxRequest, closeWait, unsent, unsentBytes, inbox, connections, perAddress,
+                handshake, idle, rejections, TcpTls.from(config).orElse(null));
+    }
+
+    private static long bytes(TransportConfig config, String key, long fallback, long min, long max) {
+        long v = config.option("tcp", key).map(s -> parseBytes("tcp." + key, s)).orElse(fallback);
+        return checked(key, v, min, max, " bytes");
+    }
+
+    private static long count(TransportConfig config, String key, long fallback, long min, long max) {
+        long v = config.option("tcp", key).map(s -> parseBytes("tcp." + key, s)).orElse(fallback);
+        return checked(key, v, min, max, "");
+    }
+
+    private static long checked(String key, long v, long min, long max, String unit) {
+        if (v < min || v > max) {
+            throw new IllegalArgumentException("tcp." + key + " must be between " + min + " and " + max + unit
+                    + ", got " + v);
         }
-        Duration closeWait = config.option("tcp", "region-close-timeout")
-                .map(v -> TransportConfig.parseDuration("tcp.region-close-timeout", v)).orElse(Duration.ofSeconds(5));
-        if (closeWait.isNegative() || closeWait.isZero()) {
-            throw new IllegalArgumentException("tcp.region-close-timeout must be positive, got " + closeWait);
+        return v;
+    }
+
+    private static Duration duration(TransportConfig config, String key, Duration fallback) {
+        Duration d = config.option("tcp", key).map(v -> TransportConfig.parseDuration("tcp." + key, v)).orElse(fallback);
+        if (d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException("tcp." + key + " must be positive, got " + d);
         }
-        return new TcpOptions((int) chunk, maxRequest, closeWait);
+        return d;
     }
 
     /** Parses {@code 4096}, {@code 64k}, {@code 1m}, {@code 2g} (binary units). */

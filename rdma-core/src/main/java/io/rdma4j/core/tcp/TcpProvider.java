@@ -32,6 +32,7 @@ public final class TcpProvider implements RdmaProvider {
 
     @Override
     public ProviderTransport open(TransportConfig config, TransportMetrics metrics) {
+        TcpHandshake.checkSecret(config.sharedSecret());
         return new TcpTransport(config, TcpOptions.from(config), metrics);
     }
 }

@@ -14,6 +14,7 @@ import io.rdma4j.core.spi.ProviderTransport;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketTimeoutException;
 import java.net.StandardSocketOptions;
@@ -22,11 +23,14 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
@@ -50,8 +54,21 @@ final class TcpTransport implements ProviderTransport {
         this.config = config;
         this.options = options;
         this.metrics = metrics;
-        this.timers = new ScheduledThreadPoolExecutor(1, Thread.ofPlatform().daemon().name("rdma4j-tcp-handshake").factory());
+        this.timers = new ScheduledThreadPoolExecutor(1, Thread.ofPlatform().daemon().name("rdma4j-tcp-timers").factory());
         this.timers.setRemoveOnCancelPolicy(true);
+        long sweep = Math.max(25, Math.min(1000, options.idleTimeout().toMillis() / 8));
+        this.timers.scheduleWithFixedDelay(this::sweepIdle, sweep, sweep, TimeUnit.MILLISECONDS);
+    }
+
+    private void sweepIdle() {
+        long now = System.nanoTime();
+        for (TcpConnection c : connections) {
+            try {
+                c.checkIdle(now);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "idle check of " + c + " failed", e);
+            }
+        }
     }
 
     TransportConfig config() {
@@ -136,6 +153,10 @@ final class TcpTransport implements ProviderTransport {
     @Override
     public ProviderListener listen(InetSocketAddress address, Consumer<ProviderConnection> onConnection) {
         checkOpen();
+        if (options.tls() != null && !options.tls().hasKey()) {
+            throw new IllegalArgumentException("listening with tcp.tls=true needs tcp.tls.key-store (this side's"
+                    + " certificate and key)");
+        }
         ServerSocketChannel server;
         try {
             server = ServerSocketChannel.open();
@@ -160,9 +181,9 @@ final class TcpTransport implements ProviderTransport {
             long start = System.nanoTime();
             channel.socket().connect(address, (int) Math.max(1, Math.min(Integer.MAX_VALUE, timeout.toMillis())));
             Duration left = timeout.minusNanos(System.nanoTime() - start);
-            TcpHandshake.run(channel, true, config.sharedSecretValue(), left.isNegative() || left.isZero()
-                    ? Duration.ofMillis(1) : left, timers, address.toString());
-            return adopt(channel);
+            FrameChannel frames = TcpHandshake.run(channel, true, config.sharedSecretValue(), options.tls(),
+                    left.isNegative() || left.isZero() ? Duration.ofMillis(1) : left, timers, address);
+            return adopt(channel, frames, () -> { });
         } catch (SocketTimeoutException e) {
             closeQuietly(channel);
             throw new RdmaTimeoutException("connect to " + address + " did not finish within " + timeout);
@@ -175,8 +196,8 @@ final class TcpTransport implements ProviderTransport {
         }
     }
 
-    private TcpConnection adopt(SocketChannel channel) throws IOException {
-        TcpConnection c = new TcpConnection(this, channel);
+    private TcpConnection adopt(SocketChannel channel, FrameChannel frames, Runnable releaseSlot) throws IOException {
+        TcpConnection c = new TcpConnection(this, channel, frames, releaseSlot);
         connections.add(c);
         if (closed.get()) {
             c.close();
@@ -187,6 +208,7 @@ final class TcpTransport implements ProviderTransport {
 
     void connectionClosed(TcpConnection connection) {
         connections.remove(connection);
+        connection.releaseSlot();
     }
 
     @Override
@@ -221,11 +243,21 @@ final class TcpTransport implements ProviderTransport {
         }
     }
 
-    /** Accepts on a virtual thread; each accepted socket does its handshake on its own virtual thread. */
+    /**
+     * Accepts on a virtual thread; each accepted socket does its handshake on its own virtual thread. Admits at
+     * most tcp.max-connections connections (handshakes included) and tcp.max-connections-per-address from one
+     * remote IP; excess sockets are closed at once, counted and logged. Accept errors (such as running out of
+     * file descriptors) back off instead of spinning.
+     */
     private final class Listener implements ProviderListener {
+        private static final long MIN_BACKOFF_MILLIS = 10;
+        private static final long MAX_BACKOFF_MILLIS = 1000;
+
         private final ServerSocketChannel server;
         private final Consumer<ProviderConnection> onConnection;
         private final InetSocketAddress localAddress;
+        private final AtomicInteger admitted = new AtomicInteger();
+        private final Map<InetAddress, Integer> perAddress = new HashMap<>();
 
         Listener(ServerSocketChannel server, Consumer<ProviderConnection> onConnection) {
             this.server = server;
@@ -242,34 +274,90 @@ final class TcpTransport implements ProviderTransport {
         }
 
         private void acceptLoop() {
+            long backoff = 0;
             while (server.isOpen()) {
                 SocketChannel channel;
                 try {
                     channel = server.accept();
+                    backoff = 0;
                 } catch (ClosedChannelException e) {
                     return;
                 } catch (IOException e) {
-                    LOG.log(System.Logger.Level.WARNING, "accept failed on " + localAddress, e);
+                    backoff = Math.min(MAX_BACKOFF_MILLIS, Math.max(MIN_BACKOFF_MILLIS, backoff * 2));
+                    LOG.log(System.Logger.Level.WARNING, "accept failed on " + localAddress + "; retrying in " + backoff
+                            + " ms: " + e.getMessage());
+                    try {
+                        Thread.sleep(backoff);
+                    } catch (InterruptedException interrupted) {
+                        return;
+                    }
                     continue;
                 }
-                Thread.ofVirtual().name("rdma4j-tcp-handshake").start(() -> admit(channel));
+                InetAddress from = remoteIp(channel);
+                String refusal = reserve(from);
+                if (refusal != null) {
+                    closeQuietly(channel);
+                    rejected("connection from " + from + " on " + localAddress + " closed at accept: " + refusal);
+                    continue;
+                }
+                Thread.ofVirtual().name("rdma4j-tcp-handshake").start(() -> admit(channel, from));
             }
         }
 
-        private void admit(SocketChannel channel) {
-            String peer = "peer";
-            TcpConnection c = null;
+        private InetAddress remoteIp(SocketChannel channel) {
             try {
-                peer = String.valueOf(channel.getRemoteAddress());
+                return ((InetSocketAddress) channel.getRemoteAddress()).getAddress();
+            } catch (IOException | RuntimeException e) {
+                return InetAddress.getLoopbackAddress();
+            }
+        }
+
+        /** Takes a connection slot for {@code from}; the reason it is refused, or null. */
+        private String reserve(InetAddress from) {
+            synchronized (perAddress) {
+                if (admitted.get() >= options.maxConnections()) {
+                    return "the listener has " + admitted.get() + " connections (tcp.max-connections)";
+                }
+                int n = perAddress.getOrDefault(from, 0);
+                if (n >= options.maxConnectionsPerAddress()) {
+                    return "the address has " + n + " connections (tcp.max-connections-per-address)";
+                }
+                perAddress.put(from, n + 1);
+                admitted.incrementAndGet();
+                return null;
+            }
+        }
+
+        private void release(InetAddress from) {
+            synchronized (perAddress) {
+                admitted.decrementAndGet();
+                perAddress.computeIfPresent(from, (a, n) -> n == 1 ? null : n - 1);
+            }
+        }
+
+        private void admit(SocketChannel channel, InetAddress from) {
+            String peer = String.valueOf(from);
+            TcpConnection c = null;
+            AtomicBoolean released = new AtomicBoolean();
+            Runnable releaseSlot = () -> {
+                if (released.compareAndSet(false, true)) {
+                    release(from);
+                }
+            };
+            try {
+                InetSocketAddress remote = (InetSocketAddress) channel.getRemoteAddress();
+                peer = String.valueOf(remote);
                 channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                TcpHandshake.run(channel, false, config.sharedSecretValue(), config.connectTimeout(), timers, peer);
-                c = adopt(channel);
+                FrameChannel frames = TcpHandshake.run(channel, false, config.sharedSecretValue(), options.tls(),
+                        options.handshakeTimeout(), timers, remote);
+                c = adopt(channel, frames, releaseSlot);
                 onConnection.accept(c);
             } catch (IOException | RuntimeException e) {
                 if (c != null) {
                     c.close();
                 }
                 closeQuietly(channel);
+                releaseSlot.run();
                 if (!closed.get()) {
                     rejected("connection from " + peer + " on " + localAddress + ": " + e.getMessage());
                 }

@@ -273,8 +273,8 @@ class TcpFaultTest {
 
     @Test
     void sharedSecretLetsMatchingPeersIn() throws Exception {
-        try (RdmaTransport a = RdmaTransport.open(tcp(b -> b.sharedSecret("s3cret")));
-             RdmaTransport b = RdmaTransport.open(tcp(c -> c.sharedSecret("s3cret")))) {
+        try (RdmaTransport a = RdmaTransport.open(tcp(b -> b.sharedSecret("correct horse battery")));
+             RdmaTransport b = RdmaTransport.open(tcp(c -> c.sharedSecret("correct horse battery")))) {
             RdmaListener l = a.listen(LOOPBACK);
             RegisteredRegion r = a.register(arena.allocate(64), Access.remoteRead());
             RegisteredRegion sink = b.register(arena.allocate(64), Access.readSink());
@@ -285,8 +285,8 @@ class TcpFaultTest {
 
     @Test
     void wrongOrMissingSecretIsRefusedOnBothSides() throws Exception {
-        try (RdmaTransport guarded = RdmaTransport.open(tcp(b -> b.sharedSecret("s3cret")));
-             RdmaTransport wrong = RdmaTransport.open(tcp(b -> b.sharedSecret("guess")));
+        try (RdmaTransport guarded = RdmaTransport.open(tcp(b -> b.sharedSecret("correct horse battery")));
+             RdmaTransport wrong = RdmaTransport.open(tcp(b -> b.sharedSecret("incorrect horse battery")));
              RdmaTransport none = RdmaTransport.open(tcp(b -> { }))) {
             RdmaListener l = guarded.listen(LOOPBACK);
             long before = guarded.metrics().rejectedRequests();

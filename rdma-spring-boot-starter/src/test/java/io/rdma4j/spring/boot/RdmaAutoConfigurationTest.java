@@ -71,7 +71,7 @@ class RdmaAutoConfigurationTest {
         runner.withPropertyValues("rdma4j.provider=tcp", "rdma4j.device=mlx5_1", "rdma4j.port=2", "rdma4j.gid-index=3",
                         "rdma4j.interface=eth7", "rdma4j.address=10.0.0.7", "rdma4j.connect-timeout=3s",
                         "rdma4j.operation-timeout=45s", "rdma4j.max-outstanding-operations=17",
-                        "rdma4j.max-message-size=4096", "rdma4j.shared-secret=s3cret", "rdma4j.options.tcp.chunk-size=131072")
+                        "rdma4j.max-message-size=4096", "rdma4j.shared-secret=s3cret-of-16-bytes+", "rdma4j.options.tcp.chunk-size=131072")
                 .run(context -> {
                     assertThat(context).hasNotFailed();
                     TransportConfig config = context.getBean(RdmaTransport.class).config();
@@ -85,7 +85,7 @@ class RdmaAutoConfigurationTest {
                     assertThat(config.operationTimeout()).isEqualTo(Duration.ofSeconds(45));
                     assertThat(config.maxOutstandingOperations()).isEqualTo(17);
                     assertThat(config.maxMessageSize()).isEqualTo(4096);
-                    assertThat(config.sharedSecret()).isEqualTo("s3cret");
+                    assertThat(config.sharedSecret()).isEqualTo("s3cret-of-16-bytes+");
                     assertThat(config.providerOptions()).isEqualTo(Map.of("tcp.chunk-size", "131072"));
                     // Explicitly chosen tcp is not a fallback.
                     assertThat(RdmaStatus.of(context.getBean(RdmaTransport.class), null, null).details())

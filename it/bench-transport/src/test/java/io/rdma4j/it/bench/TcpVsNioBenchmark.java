@@ -37,18 +37,18 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class TcpVsNioBenchmark {
 
-    private static final long REGION = 64L << 20;
+    static final long REGION = 64L << 20;
     private static final int SMALL = 64;
-    private static final int LARGE = 1 << 20;
+    static final int LARGE = 1 << 20;
     private static final long WARMUP_NANOS = 2_000_000_000L;
     private static final long MEASURE_NANOS = 4_000_000_000L;
 
     /** One side's way of reading {@code length} bytes at {@code offset} into slot {@code slot} of its sink, {@code depth} at once. */
-    private interface Reader {
+    interface Reader {
         void readBatch(long offset, int length, int depth) throws Exception;
     }
 
-    private record Latency(double medianMicros, double p99Micros, long samples) {
+    record Latency(double medianMicros, double p99Micros, long samples) {
     }
 
     @Test
@@ -125,7 +125,7 @@ class TcpVsNioBenchmark {
         }
     }
 
-    private static Latency latency(Reader reader) throws Exception {
+    static Latency latency(Reader reader) throws Exception {
         long end = System.nanoTime() + WARMUP_NANOS;
         long offset = 0;
         while (System.nanoTime() < end) {
@@ -150,7 +150,7 @@ class TcpVsNioBenchmark {
     }
 
     /** MiB/s of {@link #LARGE} reads, {@code depth} in flight. */
-    private static double throughput(Reader reader, int depth) throws Exception {
+    static double throughput(Reader reader, int depth) throws Exception {
         long span = REGION - (long) depth * LARGE;
         long offset = 0;
         long end = System.nanoTime() + WARMUP_NANOS / 2;

@@ -1,0 +1,151 @@
+package io.rdma4j.core.tcp;
+
+import io.rdma4j.core.Access;
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.TransportConfig;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Peers that flood a responder in a child JVM at {@code -Xmx256m} with READ requests and never read a response:
+ * the responder stops reading their sockets, its heap stays bounded, and another peer is still served.
+ */
+@Timeout(value = 90, unit = TimeUnit.SECONDS)
+class TcpFloodHeapTest {
+
+    private static final int FLOODERS = 4;
+    private static final long MAX_HEAP_AFTER_FLOOD = 64L << 20;
+
+    @Test
+    void readFloodsThatAreNeverReadLeaveTheHeapBoundedAndAnotherPeerServed() throws Exception {
+        String java = ProcessHandle.current().info().command().orElseThrow(() -> new AssertionError("cannot find the java binary"));
+        Process child = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx256m",
+                "-cp", System.getProperty("java.class.path"), FloodResponder.class.getName())
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
+        List<Socket> flooders = new ArrayList<>();
+        try {
+            BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+            PrintStream in = new PrintStream(child.getOutputStream(), true, StandardCharsets.UTF_8);
+            String line;
+            while ((line = out.readLine()) != null && !line.startsWith("READY ")) {
+                // skip anything else the child prints
+            }
+            assertThat(line).as("child announced its region").isNotNull();
+            String[] ready = line.split(" ");
+            InetSocketAddress address = new InetSocketAddress(InetAddress.getLoopbackAddress(), Integer.parseInt(ready[1]));
+            long regionAddress = Long.parseLong(ready[2]);
+            long key = Long.parseLong(ready[3]);
+            long heapBefore = heap(in, out);
+
+            List<AtomicLong> written = new ArrayList<>();
+            for (int i = 0; i < FLOODERS; i++) {
+                Socket s = new Socket(address.getAddress(), address.getPort());
+                flooders.add(s);
+                s.getOutputStream().write(TcpFrameCodec.encodeHello(0, new byte[TcpFrameCodec.NONCE_SIZE]).array());
+                s.getInputStream().readNBytes(TcpFrameCodec.HELLO_SIZE);
+                // small reads hit the count bound; whole-region reads the byte bound
+                long length = i == 0 ? 1 << 20 : 16;
+                AtomicLong w = new AtomicLong();
+                written.add(w);
+                flood(s.getOutputStream(), TcpFrameCodec.encodeRequest(TcpFrameCodec.READ_REQ, 1, regionAddress, length, key), w);
+            }
+            long stalledAt = stalled(written, 30_000);
+            assertThat(child.isAlive()).as("the responder survived the flood").isTrue();
+            long heapAfter = heap(in, out);
+
+            // a second peer is served while the flooders still hold their connections
+            try (Arena arena = Arena.ofShared();
+                 RdmaTransport client = RdmaTransport.open(TransportConfig.builder().provider("tcp").build())) {
+                RegisteredRegion sink = client.register(arena.allocate(1 << 20), Access.readSink());
+                try (RdmaConnection c = client.connect(address).get(10, TimeUnit.SECONDS)) {
+                    c.read(new RegionDescriptor("tcp", regionAddress, 1 << 20, key, Access.remoteRead()), 0, sink.segment())
+                            .get(10, TimeUnit.SECONDS);
+                }
+                for (int i = 0; i < 1 << 20; i += 4099) {
+                    assertThat(sink.segment().get(ValueLayout.JAVA_BYTE, i)).isEqualTo((byte) i);
+                }
+            }
+            long requests = stalledAt / (TcpFrameCodec.HEADER_SIZE + TcpFrameCodec.REQUEST_BODY_SIZE);
+            System.out.printf("read flood at -Xmx256m: %d peers' sockets took %d requests before the responder stopped"
+                            + " reading; heap after GC %d MiB before, %d MiB during the flood; a second peer was served%n",
+                    FLOODERS, requests, heapBefore >> 20, heapAfter >> 20);
+            assertThat(heapAfter).as("responder heap in use during the flood").isLessThan(MAX_HEAP_AFTER_FLOOD);
+            assertThat(child.isAlive()).isTrue();
+        } finally {
+            for (Socket s : flooders) {
+                s.close();
+            }
+            child.getOutputStream().close();
+            if (!child.waitFor(10, TimeUnit.SECONDS)) {
+                child.destroyForcibly();
+            }
+        }
+    }
+
+    private static long heap(PrintStream in, BufferedReader out) throws IOException {
+        in.println("heap");
+        String line;
+        while ((line = out.readLine()) != null && !line.startsWith("HEAP ")) {
+            // skip
+        }
+        assertThat(line).as("child answered with its heap").isNotNull();
+        return Long.parseLong(line.substring(5));
+    }
+
+    private static void flood(OutputStream out, ByteBuffer frame, AtomicLong written) {
+        byte[] bytes = new byte[frame.remaining()];
+        frame.get(bytes);
+        byte[] batch = new byte[bytes.length * 256];
+        for (int i = 0; i < batch.length; i += bytes.length) {
+            System.arraycopy(bytes, 0, batch, i, bytes.length);
+        }
+        Thread.ofVirtual().start(() -> {
+            try {
+                while (true) {
+                    out.write(batch);
+                    written.addAndGet(batch.length);
+                }
+            } catch (IOException closed) {
+                // the test closed the socket, or the responder died
+            }
+        });
+    }
+
+    /** Waits until no flooder's byte count grows for a second; returns their total then. */
+    private static long stalled(List<AtomicLong> written, long maxMillis) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(maxMillis);
+        long last = -1;
+        while (System.nanoTime() < deadline) {
+            long now = written.stream().mapToLong(AtomicLong::get).sum();
+            if (now == last) {
+                return now;
+            }
+            last = now;
+            Thread.sleep(1000);
+        }
+        return written.stream().mapToLong(AtomicLong::get).sum();
+    }
+}

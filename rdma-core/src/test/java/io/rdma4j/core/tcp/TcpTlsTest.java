@@ -1,0 +1,287 @@
+package io.rdma4j.core.tcp;
+
+import io.rdma4j.core.Access;
+import io.rdma4j.core.AuthenticationException;
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaListener;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.TransportConfig;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLServerSocket;
+import javax.net.ssl.SSLSocket;
+import javax.net.ssl.TrustManagerFactory;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyStore;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * TLS on the tcp provider: mutual certificate authentication, a wrong certificate, a plaintext peer, and a
+ * relay that is a trusted TLS endpoint on both sides but does not know the shared secret.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class TcpTlsTest {
+
+    private static final InetSocketAddress LOOPBACK = new InetSocketAddress("127.0.0.1", 0);
+    private static final String SECRET = "correct horse battery";
+    private static final String PASSWORD = TlsStores.PASSWORD;
+
+    private static Path member;
+    private static Path stranger;
+    private static Path trust;
+
+    private Arena arena;
+    private final List<AutoCloseable> closing = new ArrayList<>();
+
+    @BeforeAll
+    static void makeStores() {
+        TlsStores stores = TlsStores.get();
+        member = stores.member;
+        stranger = stores.stranger;
+        trust = stores.trust;
+    }
+
+    @BeforeEach
+    void setUp() {
+        arena = Arena.ofShared();
+    }
+
+    @AfterEach
+    void tearDown() throws Exception {
+        for (AutoCloseable c : closing.reversed()) {
+            c.close();
+        }
+        arena.close();
+    }
+
+    private RdmaTransport open(Consumer<TransportConfig.Builder> custom) {
+        TransportConfig.Builder b = TransportConfig.builder().provider("tcp");
+        custom.accept(b);
+        RdmaTransport t = RdmaTransport.open(b.build());
+        closing.add(t);
+        return t;
+    }
+
+    private static Consumer<TransportConfig.Builder> tls(Path keyStore) {
+        return b -> {
+            b.providerOption("tcp.tls", "true").providerOption("tcp.tls.trust-store", trust.toString())
+                    .providerOption("tcp.tls.trust-store-password", PASSWORD);
+            if (keyStore != null) {
+                b.providerOption("tcp.tls.key-store", keyStore.toString()).providerOption("tcp.tls.key-store-password", PASSWORD);
+            }
+        };
+    }
+
+    private RegisteredRegion published(RdmaTransport on, int size) {
+        MemorySegment s = arena.allocate(size, 64);
+        for (int i = 0; i < size; i++) {
+            s.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7));
+        }
+        return on.register(s, Access.remoteRead());
+    }
+
+    private void assertReads(RdmaTransport client, InetSocketAddress address, RegisteredRegion region) throws Exception {
+        int n = (int) region.descriptor().length();
+        RegisteredRegion sink = client.register(arena.allocate(n), Access.readSink());
+        try (RdmaConnection c = client.connect(address).get(10, TimeUnit.SECONDS)) {
+            c.read(region.descriptor(), 0, sink.segment()).get(10, TimeUnit.SECONDS);
+            c.send(java.nio.ByteBuffer.wrap(new byte[] {1, 2, 3})).get(10, TimeUnit.SECONDS);
+        }
+        for (int i = 0; i < n; i++) {
+            assertThat(sink.segment().get(ValueLayout.JAVA_BYTE, i)).isEqualTo((byte) (i * 7));
+        }
+    }
+
+    private static Throwable failure(java.util.concurrent.CompletableFuture<?> f) throws Exception {
+        try {
+            f.get(15, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            return e.getCause();
+        }
+        throw new AssertionError("expected a failure");
+    }
+
+    @Test
+    void mutualTlsWithTheSharedSecretServesReadsAndMessages() throws Exception {
+        RdmaTransport server = open(tls(member).andThen(b -> b.sharedSecret(SECRET)));
+        RdmaTransport client = open(tls(member).andThen(b -> b.sharedSecret(SECRET)));
+        RdmaListener listener = server.listen(LOOPBACK);
+        assertReads(client, listener.localAddress(), published(server, 3 << 20));
+    }
+
+    @Test
+    void aCertificateTheOtherSideDoesNotTrustIsRefusedInBothDirections() throws Exception {
+        RdmaTransport server = open(tls(stranger));
+        RdmaListener untrustedListener = server.listen(LOOPBACK);
+        RdmaTransport client = open(tls(member));
+        assertThat(failure(client.connect(untrustedListener.localAddress()))).isInstanceOf(AuthenticationException.class)
+                .hasMessageContaining("TLS");
+
+        RdmaTransport guarded = open(tls(member));
+        RdmaListener listener = guarded.listen(LOOPBACK);
+        RdmaTransport untrustedClient = open(tls(stranger));
+        assertThat(failure(untrustedClient.connect(listener.localAddress()))).isInstanceOf(io.rdma4j.core.RdmaException.class);
+        RdmaTransport anonymous = open(tls(null));
+        assertThat(failure(anonymous.connect(listener.localAddress()))).isInstanceOf(io.rdma4j.core.RdmaException.class);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (guarded.metrics().rejectedRequests() < 2 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertThat(guarded.metrics().rejectedRequests()).as("both refused by the listener").isGreaterThanOrEqualTo(2);
+        assertReads(client, listener.localAddress(), published(guarded, 4096));
+    }
+
+    @Test
+    void aPlaintextPeerIsRefusedByATlsListener() throws Exception {
+        RdmaTransport server = open(tls(member));
+        RdmaListener listener = server.listen(LOOPBACK);
+        RdmaTransport plain = open(b -> { });
+        assertThat(failure(plain.connect(listener.localAddress()))).isInstanceOf(io.rdma4j.core.RdmaException.class);
+        try (RawPeer peer = RawPeer.connect(listener.localAddress())) {
+            peer.sendHello(TcpFrameCodec.VERSION);
+            assertThat(peer.closedByPeer()).isTrue();
+        }
+        assertThat(server.metrics().openConnections()).isZero();
+        assertThat(server.metrics().rejectedRequests()).isGreaterThanOrEqualTo(1);
+    }
+
+    /**
+     * The relay is a trusted TLS endpoint towards both sides (it holds the member certificate) and forwards the
+     * bytes of the shared-secret handshake. The proofs are bound to each TLS session's exported keying material,
+     * so the connecting side's proof does not verify in the relay's session with the listener.
+     */
+    @Test
+    void aRelayedHandshakeFailsBecauseTheSecretIsBoundToTheTlsSession() throws Exception {
+        RdmaTransport server = open(tls(member).andThen(b -> b.sharedSecret(SECRET)));
+        RdmaListener listener = server.listen(LOOPBACK);
+        RdmaTransport client = open(tls(member).andThen(b -> b.sharedSecret(SECRET)));
+        Relay relay = new Relay(listener.localAddress());
+        closing.add(relay);
+        Throwable relayed = failure(client.connect(relay.address()));
+        assertThat(relayed).isInstanceOf(AuthenticationException.class).hasMessageContaining("shared secret");
+        assertThat(relay.forwarded).as("the relay carried the handshake").isPositive();
+        assertThat(server.metrics().openConnections()).isZero();
+        assertReads(client, listener.localAddress(), published(server, 4096));
+    }
+
+    @Test
+    void tlsSettingsAreChecked() {
+        assertThatThrownBy(() -> open(b -> b.providerOption("tcp.tls.key-store", member.toString())))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tcp.tls=true");
+        assertThatThrownBy(() -> open(b -> b.providerOption("tcp.tls", "yes")))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("true or false");
+        assertThatThrownBy(() -> open(tls(member).andThen(b -> b.providerOption("tcp.tls.client-auth", "optional"))))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("required or none");
+        assertThatThrownBy(() -> open(tls(member.resolveSibling("missing.p12"))))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tcp.tls.key-store");
+        RdmaTransport keyless = open(tls(null));
+        assertThatThrownBy(() -> keyless.listen(LOOPBACK))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tcp.tls.key-store");
+    }
+
+    /** Terminates TLS from the connecting side and opens its own TLS session to the listener, copying bytes. */
+    private static final class Relay implements AutoCloseable {
+        private final SSLServerSocket server;
+        private final InetSocketAddress target;
+        private final SSLContext context;
+        private final List<Socket> sockets = new ArrayList<>();
+        volatile long forwarded;
+
+        Relay(InetSocketAddress target) throws Exception {
+            this.target = target;
+            KeyStore keys = KeyStore.getInstance("PKCS12");
+            try (InputStream in = Files.newInputStream(member)) {
+                keys.load(in, PASSWORD.toCharArray());
+            }
+            KeyStore trusted = KeyStore.getInstance("PKCS12");
+            try (InputStream in = Files.newInputStream(trust)) {
+                trusted.load(in, PASSWORD.toCharArray());
+            }
+            KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+            kmf.init(keys, PASSWORD.toCharArray());
+            TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+            tmf.init(trusted);
+            context = SSLContext.getInstance("TLSv1.3");
+            context.init(kmf.getKeyManagers(), tmf.getTrustManagers(), null);
+            server = (SSLServerSocket) context.getServerSocketFactory().createServerSocket(0, 10, InetAddress.getLoopbackAddress());
+            server.setNeedClientAuth(true);
+            Thread.ofVirtual().start(this::acceptLoop);
+        }
+
+        InetSocketAddress address() {
+            return new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getLocalPort());
+        }
+
+        private void acceptLoop() {
+            try {
+                while (true) {
+                    Socket from = server.accept();
+                    SSLSocket to = (SSLSocket) context.getSocketFactory().createSocket(target.getAddress(), target.getPort());
+                    synchronized (sockets) {
+                        sockets.add(from);
+                        sockets.add(to);
+                    }
+                    Thread.ofVirtual().start(() -> copy(from, to));
+                    Thread.ofVirtual().start(() -> copy(to, from));
+                }
+            } catch (IOException closed) {
+                // the test closed the relay
+            }
+        }
+
+        private void copy(Socket from, Socket to) {
+            byte[] buffer = new byte[8192];
+            try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+                int n;
+                while ((n = in.read(buffer)) > 0) {
+                    out.write(buffer, 0, n);
+                    out.flush();
+                    forwarded += n;
+                }
+            } catch (IOException ended) {
+                // either side went away
+            } finally {
+                try {
+                    from.close();
+                    to.close();
+                } catch (IOException ignored) {
+                    // closing anyway
+                }
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            server.close();
+            synchronized (sockets) {
+                for (Socket s : sockets) {
+                    s.close();
+                }
+            }
+        }
+    }
+}
