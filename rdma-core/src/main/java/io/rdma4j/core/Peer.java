@@ -9,8 +9,10 @@ import java.util.Optional;
  *
  * @param address   the peer's address as the provider reports it
  * @param provider  the provider the connection runs on
- * @param principal the identity the peer proved when connecting; empty while the transport authenticates
- *                  no identities (a shared secret proves membership, not who)
+ * @param principal the identity the peer proved when connecting: on tcp with {@code tcp.tls=true} and
+ *                  certificate authentication, the subject of its verified certificate (e.g.
+ *                  {@code CN=reducer-1,O=example}); empty when nothing names the peer (no TLS, a connecting side
+ *                  without a certificate, or a shared secret alone, which proves membership, not who)
  */
 public record Peer(InetSocketAddress address, String provider, Optional<String> principal) {
     public Peer {

@@ -21,7 +21,6 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -68,7 +67,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
                 closedFailure, this);
         this.inbox = new MessageInbox(closeLock, closedFailure, transport.completions());
         this.requests = new PendingRequests(this, pc, transport, slots, closeLock, closedFailure);
-        Peer peer = new Peer(pc.remoteAddress(), transport.provider(), Optional.empty());
+        Peer peer = new Peer(pc.remoteAddress(), transport.provider(), pc.peerPrincipal());
         this.dispatcher = new RequestDispatcher(this, pc, transport, handlers, peer);
     }
 

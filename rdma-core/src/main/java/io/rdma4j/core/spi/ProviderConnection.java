@@ -5,6 +5,7 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -71,6 +72,14 @@ public interface ProviderConnection {
     InetSocketAddress remoteAddress();
 
     InetSocketAddress localAddress();
+
+    /**
+     * Who the peer proved to be when connecting, e.g. the subject of its verified TLS certificate; empty when
+     * the provider authenticates no identity (a shared secret proves membership, not who).
+     */
+    default Optional<String> peerPrincipal() {
+        return Optional.empty();
+    }
 
     /** Closes; pending operations fail with {@link io.rdma4j.core.ConnectionClosedException}; then {@code onClosed}. Idempotent. */
     void close();

@@ -3,6 +3,7 @@ package io.rdma4j.core.tcp;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
+import java.util.Optional;
 
 /**
  * The byte stream a connection's frames travel on: the socket itself, or TLS over it. One reader thread and
@@ -18,6 +19,11 @@ interface FrameChannel {
 
     /** Bytes that identify this channel's security session, bound into the shared-secret proofs; empty for plain tcp. */
     byte[] binding();
+
+    /** Who the peer proved to be on this channel (a verified certificate's subject); empty when nothing names it. */
+    default Optional<String> peerPrincipal() {
+        return Optional.empty();
+    }
 
     /** The socket as is. */
     static FrameChannel plain(SocketChannel socket) {

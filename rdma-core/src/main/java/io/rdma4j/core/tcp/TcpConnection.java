@@ -14,6 +14,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -396,6 +397,11 @@ final class TcpConnection implements ProviderConnection {
     @Override
     public InetSocketAddress localAddress() {
         return localAddress;
+    }
+
+    @Override
+    public Optional<String> peerPrincipal() {
+        return frames.peerPrincipal();
     }
 
     @Override

@@ -72,7 +72,7 @@ final class TcpHandshake {
             if (tls == null) {
                 frames = FrameChannel.plain(channel);
             } else {
-                TlsChannel secured = new TlsChannel(channel, tls.engine(connecting, peerAddress));
+                TlsChannel secured = new TlsChannel(channel, tls.engine(connecting, peerAddress), tls.identifiesPeers());
                 secured.handshake();
                 frames = secured;
             }

@@ -33,7 +33,7 @@ record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeo
     static final Set<String> KEYS = Set.of("chunk-size", "max-request-bytes", "region-close-timeout",
             "max-unsent-responses", "max-unsent-response-bytes", "max-inbox-bytes", "max-connections",
             "max-connections-per-address", "handshake-timeout", "idle-timeout", "max-rejections", "tls", "tls.key-store",
-            "tls.key-store-password", "tls.trust-store", "tls.trust-store-password", "tls.client-auth");
+            "tls.key-store-password", "tls.trust-store", "tls.trust-store-password", "tls.client-auth", "tls.authentication");
 
     static TcpOptions from(TransportConfig config) {
         for (String qualified : config.providerOptions().keySet()) {

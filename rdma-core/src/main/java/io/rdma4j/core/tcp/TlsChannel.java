@@ -6,10 +6,12 @@ import javax.net.ssl.ExtendedSSLSession;
 import javax.net.ssl.SSLEngine;
 import javax.net.ssl.SSLEngineResult;
 import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLPeerUnverifiedException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.SocketChannel;
+import java.util.Optional;
 
 /**
  * TLS over a blocking socket through the JDK's {@link SSLEngine}: the reader thread unwraps, the writer thread
@@ -24,6 +26,7 @@ final class TlsChannel implements FrameChannel {
 
     private final SocketChannel socket;
     private final SSLEngine engine;
+    private final boolean identifiesPeers;
     private final Object readLock = new Object();
     private final Object writeLock = new Object();
     /** Ciphertext read from the socket and not yet unwrapped (write mode). */
@@ -33,9 +36,11 @@ final class TlsChannel implements FrameChannel {
     /** Ciphertext to write. */
     private ByteBuffer netOut;
 
-    TlsChannel(SocketChannel socket, SSLEngine engine) {
+    /** {@code identifiesPeers}: whether a verified peer certificate names the peer (not so with ephemeral ones). */
+    TlsChannel(SocketChannel socket, SSLEngine engine, boolean identifiesPeers) {
         this.socket = socket;
         this.engine = engine;
+        this.identifiesPeers = identifiesPeers;
         int packet = engine.getSession().getPacketBufferSize();
         this.netIn = ByteBuffer.allocate(packet);
         this.appIn = ByteBuffer.allocate(engine.getSession().getApplicationBufferSize()).flip();
@@ -81,6 +86,18 @@ final class TlsChannel implements FrameChannel {
     @Override
     public long write(ByteBuffer[] srcs) throws IOException {
         return wrap(srcs);
+    }
+
+    @Override
+    public Optional<String> peerPrincipal() {
+        if (!identifiesPeers) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(engine.getSession().getPeerPrincipal().getName());
+        } catch (SSLPeerUnverifiedException e) {
+            return Optional.empty(); // a connecting side that presented no certificate (tcp.tls.client-auth=none)
+        }
     }
 
     @Override

@@ -1,5 +1,18 @@
 package io.rdma4j.core.tcp;
 
+import io.rdma4j.core.RdmaException;
+import java.net.ServerSocket;
+import java.io.ByteArrayOutputStream;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.X509ExtendedTrustManager;
+import javax.net.ssl.SSLEngine;
+import java.security.cert.Certificate;
+import java.security.cert.X509Certificate;
+import io.rdma4j.core.RequestTypes;
+import io.rdma4j.core.RequestHandler;
+import io.rdma4j.core.RequestHandlers;
+import java.nio.charset.StandardCharsets;
+import java.nio.ByteBuffer;
 import io.rdma4j.core.Access;
 import io.rdma4j.core.AuthenticationException;
 import io.rdma4j.core.RdmaConnection;
@@ -109,7 +122,7 @@ class TcpTlsTest {
         RegisteredRegion sink = client.register(arena.allocate(n), Access.readSink());
         try (RdmaConnection c = client.connect(address).get(10, TimeUnit.SECONDS)) {
             c.read(region.descriptor(), 0, sink.segment()).get(10, TimeUnit.SECONDS);
-            c.send(java.nio.ByteBuffer.wrap(new byte[] {1, 2, 3})).get(10, TimeUnit.SECONDS);
+            c.send(ByteBuffer.wrap(new byte[] {1, 2, 3})).get(10, TimeUnit.SECONDS);
         }
         for (int i = 0; i < n; i++) {
             assertThat(sink.segment().get(ValueLayout.JAVA_BYTE, i)).isEqualTo((byte) (i * 7));
@@ -144,9 +157,9 @@ class TcpTlsTest {
         RdmaTransport guarded = open(tls(member));
         RdmaListener listener = guarded.listen(LOOPBACK);
         RdmaTransport untrustedClient = open(tls(stranger));
-        assertThat(failure(untrustedClient.connect(listener.localAddress()))).isInstanceOf(io.rdma4j.core.RdmaException.class);
+        assertThat(failure(untrustedClient.connect(listener.localAddress()))).isInstanceOf(RdmaException.class);
         RdmaTransport anonymous = open(tls(null));
-        assertThat(failure(anonymous.connect(listener.localAddress()))).isInstanceOf(io.rdma4j.core.RdmaException.class);
+        assertThat(failure(anonymous.connect(listener.localAddress()))).isInstanceOf(RdmaException.class);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (guarded.metrics().rejectedRequests() < 2 && System.nanoTime() < deadline) {
             Thread.sleep(10);
@@ -160,7 +173,7 @@ class TcpTlsTest {
         RdmaTransport server = open(tls(member));
         RdmaListener listener = server.listen(LOOPBACK);
         RdmaTransport plain = open(b -> { });
-        assertThat(failure(plain.connect(listener.localAddress()))).isInstanceOf(io.rdma4j.core.RdmaException.class);
+        assertThat(failure(plain.connect(listener.localAddress()))).isInstanceOf(RdmaException.class);
         try (RawPeer peer = RawPeer.connect(listener.localAddress())) {
             peer.sendHello(TcpFrameCodec.VERSION);
             assertThat(peer.closedByPeer()).isTrue();
@@ -188,6 +201,105 @@ class TcpTlsTest {
         assertReads(client, listener.localAddress(), published(server, 4096));
     }
 
+    private static final int WHO_AM_I = RequestTypes.FIRST_APPLICATION_TYPE;
+
+    /** A listener whose handler answers each request with the principal it was given, or "-" for none. */
+    private RdmaListener principalEcho(RdmaTransport server) {
+        return server.listen(LOOPBACK, RequestHandlers.of(WHO_AM_I, RequestHandler.answering(
+                (body, context) -> ByteBuffer.wrap(context.peer().principal().orElse("-")
+                        .getBytes(StandardCharsets.UTF_8)))));
+    }
+
+    private static String principalSeenBy(RdmaTransport client, RdmaListener listener) throws Exception {
+        try (RdmaConnection c = client.connect(listener.localAddress()).get(10, TimeUnit.SECONDS)) {
+            ByteBuffer reply = c.requestAndWait(WHO_AM_I, ByteBuffer.allocate(0));
+            return StandardCharsets.UTF_8.decode(reply).toString();
+        }
+    }
+
+    @Test
+    void theHandlerSeesTheSubjectOfTheConnectingSidesVerifiedCertificate() throws Exception {
+        RdmaListener mutual = principalEcho(open(tls(member).andThen(b -> b.sharedSecret(SECRET))));
+        assertThat(principalSeenBy(open(tls(member).andThen(b -> b.sharedSecret(SECRET))), mutual)).isEqualTo("CN=member");
+
+        RdmaListener serverOnly = principalEcho(open(tls(member).andThen(b -> b.providerOption("tcp.tls.client-auth", "none"))));
+        assertThat(principalSeenBy(open(tls(null)), serverOnly)).as("no client certificate, no principal").isEqualTo("-");
+
+        RdmaListener secretOnly = principalEcho(open(b -> b.sharedSecret(SECRET)));
+        assertThat(principalSeenBy(open(b -> b.sharedSecret(SECRET)), secretOnly)).as("a secret names no one").isEqualTo("-");
+    }
+
+    private static Consumer<TransportConfig.Builder> secretTls(String secret) {
+        return b -> b.providerOption("tcp.tls", "true").providerOption("tcp.tls.authentication", "shared-secret")
+                .sharedSecret(secret);
+    }
+
+    @Test
+    void sharedSecretModeEncryptsWithoutCertificatesAndRefusesWhoLacksTheSecret() throws Exception {
+        RdmaTransport server = open(secretTls(SECRET));
+        RdmaListener listener = principalEcho(server);
+        RegisteredRegion region = published(server, 1 << 20);
+        assertReads(open(secretTls(SECRET)), listener.localAddress(), region);
+        assertThat(principalSeenBy(open(secretTls(SECRET)), listener)).as("ephemeral certificates name no one").isEqualTo("-");
+
+        assertThat(failure(open(secretTls(SECRET + " but wrong")).connect(listener.localAddress())))
+                .isInstanceOf(AuthenticationException.class).hasMessageContaining("shared secret");
+        assertThat(failure(open(b -> b.sharedSecret(SECRET)).connect(listener.localAddress())))
+                .as("plaintext with the right secret").isInstanceOf(RdmaException.class);
+        assertThat(failure(open(tls(member).andThen(b -> b.sharedSecret(SECRET))).connect(listener.localAddress())))
+                .as("certificate mode without the listener's trust").isInstanceOf(AuthenticationException.class);
+        assertThat(server.metrics().openConnections()).isZero();
+        assertReads(open(secretTls(SECRET)), listener.localAddress(), region);
+    }
+
+    /** Anyone can terminate TLS in shared-secret mode; the secret bound to each session still stops the relay. */
+    @Test
+    void aRelayThatTerminatesTlsOnBothSidesFailsInSharedSecretMode() throws Exception {
+        RdmaTransport server = open(secretTls(SECRET));
+        RdmaListener listener = server.listen(LOOPBACK);
+        EphemeralCertificate relayIdentity = EphemeralCertificate.create();
+        KeyStore keys = KeyStore.getInstance("PKCS12");
+        keys.load(null, null);
+        keys.setKeyEntry("relay", relayIdentity.keys().getPrivate(), new char[0],
+                new Certificate[] {relayIdentity.certificate()});
+        KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+        kmf.init(keys, new char[0]);
+        SSLContext context = SSLContext.getInstance("TLSv1.3");
+        context.init(kmf.getKeyManagers(), new TrustManager[] {new TrustingAnything()}, null);
+        Relay relay = new Relay(listener.localAddress(), context, false);
+        closing.add(relay);
+        assertThat(failure(open(secretTls(SECRET)).connect(relay.address())))
+                .isInstanceOf(AuthenticationException.class).hasMessageContaining("shared secret");
+        assertThat(relay.forwarded).as("the relay carried the handshake").isPositive();
+        assertThat(server.metrics().openConnections()).isZero();
+    }
+
+    /** What a passive observer of the wire sees: with TLS, none of the region's bytes. */
+    @Test
+    void aPassiveObserverSeesCiphertextOnly() throws Exception {
+        for (boolean encrypted : new boolean[] {false, true}) {
+            RdmaTransport server = open(encrypted ? secretTls(SECRET) : b -> b.sharedSecret(SECRET));
+            RdmaListener listener = server.listen(LOOPBACK);
+            byte[] marker = "rdma4j-plaintext-marker-0123456789".getBytes(StandardCharsets.US_ASCII);
+            MemorySegment data = arena.allocate(64 << 10);
+            for (long at = 0; at + marker.length <= data.byteSize(); at += marker.length) {
+                MemorySegment.copy(marker, 0, data, ValueLayout.JAVA_BYTE, at, marker.length);
+            }
+            RegisteredRegion region = server.register(data, Access.remoteRead());
+            Tap tap = new Tap(listener.localAddress());
+            closing.add(tap);
+            RdmaTransport client = open(encrypted ? secretTls(SECRET) : b -> b.sharedSecret(SECRET));
+            RegisteredRegion sink = client.register(arena.allocate(data.byteSize()), Access.readSink());
+            try (RdmaConnection c = client.connect(tap.address()).get(10, TimeUnit.SECONDS)) {
+                c.read(region.descriptor(), 0, sink.segment()).get(10, TimeUnit.SECONDS);
+            }
+            assertThat(sink.segment().mismatch(data)).isEqualTo(-1L);
+            String wire = new String(tap.seen(), StandardCharsets.ISO_8859_1);
+            assertThat(wire.length()).isGreaterThan((int) data.byteSize());
+            assertThat(wire.contains("rdma4j-plaintext-marker")).as("encrypted=" + encrypted).isEqualTo(!encrypted);
+        }
+    }
+
     @Test
     void tlsSettingsAreChecked() {
         assertThatThrownBy(() -> open(b -> b.providerOption("tcp.tls.key-store", member.toString())))
@@ -198,6 +310,12 @@ class TcpTlsTest {
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("required or none");
         assertThatThrownBy(() -> open(tls(member.resolveSibling("missing.p12"))))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tcp.tls.key-store");
+        assertThatThrownBy(() -> open(b -> b.providerOption("tcp.tls", "true").providerOption("tcp.tls.authentication", "shared-secret")))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("needs shared-secret");
+        assertThatThrownBy(() -> open(tls(member).andThen(secretTls(SECRET))))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("does not apply");
+        assertThatThrownBy(() -> open(secretTls(SECRET).andThen(b -> b.providerOption("tcp.tls.authentication", "none"))))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("certificates or shared-secret");
         RdmaTransport keyless = open(tls(null));
         assertThatThrownBy(() -> keyless.listen(LOOPBACK))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tcp.tls.key-store");
@@ -212,7 +330,18 @@ class TcpTlsTest {
         volatile long forwarded;
 
         Relay(InetSocketAddress target) throws Exception {
+            this(target, memberContext(), true);
+        }
+
+        Relay(InetSocketAddress target, SSLContext context, boolean needClientAuth) throws IOException {
             this.target = target;
+            this.context = context;
+            server = (SSLServerSocket) context.getServerSocketFactory().createServerSocket(0, 10, InetAddress.getLoopbackAddress());
+            server.setNeedClientAuth(needClientAuth);
+            Thread.ofVirtual().start(this::acceptLoop);
+        }
+
+        private static SSLContext memberContext() throws Exception {
             KeyStore keys = KeyStore.getInstance("PKCS12");
             try (InputStream in = Files.newInputStream(member)) {
                 keys.load(in, PASSWORD.toCharArray());
@@ -225,11 +354,9 @@ class TcpTlsTest {
             kmf.init(keys, PASSWORD.toCharArray());
             TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
             tmf.init(trusted);
-            context = SSLContext.getInstance("TLSv1.3");
+            SSLContext context = SSLContext.getInstance("TLSv1.3");
             context.init(kmf.getKeyManagers(), tmf.getTrustManagers(), null);
-            server = (SSLServerSocket) context.getServerSocketFactory().createServerSocket(0, 10, InetAddress.getLoopbackAddress());
-            server.setNeedClientAuth(true);
-            Thread.ofVirtual().start(this::acceptLoop);
+            return context;
         }
 
         InetSocketAddress address() {
@@ -282,6 +409,104 @@ class TcpTlsTest {
                     s.close();
                 }
             }
+        }
+    }
+
+    /** Forwards raw TCP bytes to a listener and keeps what flowed in both directions. */
+    private static final class Tap implements AutoCloseable {
+        private final ServerSocket server;
+        private final InetSocketAddress target;
+        private final ByteArrayOutputStream seen = new ByteArrayOutputStream();
+        private final List<Socket> sockets = new ArrayList<>();
+
+        Tap(InetSocketAddress target) throws IOException {
+            this.target = target;
+            server = new ServerSocket(0, 10, InetAddress.getLoopbackAddress());
+            Thread.ofVirtual().start(this::acceptLoop);
+        }
+
+        InetSocketAddress address() {
+            return new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getLocalPort());
+        }
+
+        byte[] seen() {
+            synchronized (seen) {
+                return seen.toByteArray();
+            }
+        }
+
+        private void acceptLoop() {
+            try {
+                while (true) {
+                    Socket from = server.accept();
+                    Socket to = new Socket(target.getAddress(), target.getPort());
+                    synchronized (sockets) {
+                        sockets.add(from);
+                        sockets.add(to);
+                    }
+                    Thread.ofVirtual().start(() -> copy(from, to));
+                    Thread.ofVirtual().start(() -> copy(to, from));
+                }
+            } catch (IOException closed) {
+                // the test closed the tap
+            }
+        }
+
+        private void copy(Socket from, Socket to) {
+            byte[] buffer = new byte[8192];
+            try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+                int n;
+                while ((n = in.read(buffer)) > 0) {
+                    synchronized (seen) {
+                        seen.write(buffer, 0, n);
+                    }
+                    out.write(buffer, 0, n);
+                }
+            } catch (IOException ended) {
+                // either side went away
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            server.close();
+            synchronized (sockets) {
+                for (Socket s : sockets) {
+                    s.close();
+                }
+            }
+        }
+    }
+
+    /** The relay's trust in shared-secret mode: it accepts whatever certificate, as the peers do. */
+    private static final class TrustingAnything extends X509ExtendedTrustManager {
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType, Socket socket) {
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType, Socket socket) {
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType, SSLEngine engine) {
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType, SSLEngine engine) {
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType) {
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType) {
+        }
+
+        @Override
+        public X509Certificate[] getAcceptedIssuers() {
+            return new X509Certificate[0];
         }
     }
 }
