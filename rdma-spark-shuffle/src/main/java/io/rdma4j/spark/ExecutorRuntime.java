@@ -6,6 +6,7 @@ import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RequestHandler;
 import io.rdma4j.core.RequestHandlers;
 import io.rdma4j.core.RequestTypes;
+import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.pool.RegisteredBufferPool;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
@@ -53,7 +54,8 @@ final class ExecutorRuntime implements AutoCloseable {
     }
 
     static ExecutorRuntime start(RdmaShuffleConf conf, SparkEnv env, IndexShuffleBlockResolver resolver) {
-        RdmaTransport transport = RdmaTransport.open(conf.transport());
+        TransportConfig secured = ShuffleSecurity.secured(env.conf(), conf.transport(), applicationSecret(env));
+        RdmaTransport transport = RdmaTransport.open(secured);
         try {
             RegisteredBufferPool pool = transport.createBufferPool(conf.poolConfig());
             MapOutputPublisher publisher = new MapOutputPublisher(transport, resolver, conf);
@@ -66,12 +68,24 @@ final class ExecutorRuntime implements AutoCloseable {
             EndpointRegistry registry = EndpointRegistry.connect(env);
             String executorId = env.executorId();
             registry.register(executorId, listener.localAddress());
-            LOG.info("rdma4j shuffle: executor {} serves map outputs at {} on provider {}", executorId,
-                    listener.localAddress(), transport.selection());
+            LOG.info("rdma4j shuffle: executor {} serves map outputs at {} on provider {}; {}", executorId,
+                    listener.localAddress(), transport.selection(), ShuffleSecurity.describe(env.conf(), secured));
             return new ExecutorRuntime(conf, transport, pool, publisher, executorId, listener, registry);
         } catch (RuntimeException | Error e) {
             transport.close();
             throw e;
+        }
+    }
+
+    /** Spark's application secret, or null where authentication is off or Spark has none. */
+    private static String applicationSecret(SparkEnv env) {
+        if (!env.securityManager().isAuthenticationEnabled()) {
+            return null;
+        }
+        try {
+            return env.securityManager().getSecretKey();
+        } catch (IllegalArgumentException none) {
+            return null; // ShuffleSecurity says what to set
         }
     }
 

@@ -47,6 +47,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
     public RdmaShuffleManager(SparkConf sparkConf, boolean isDriver) {
         refuseUnsupported(sparkConf);
         this.conf = RdmaShuffleConf.from(sparkConf);
+        ShuffleSecurity.check(sparkConf, conf.transport());
         this.isDriver = isDriver;
         this.delegate = new SortShuffleManager(sparkConf);
     }
@@ -88,6 +89,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
             }
             try {
                 runtime = ExecutorRuntime.start(conf, SparkEnv.get(), delegate.shuffleBlockResolver());
+            } catch (ShuffleSecurity.RefusedException e) {
+                throw e; // Spark's security settings cannot be honoured: no fallback hides that
             } catch (RuntimeException e) {
                 if (conf.fallback() == RdmaShuffleConf.Fallback.FAIL) {
                     throw new IllegalStateException("rdma4j shuffle cannot start on this executor (spark.shuffle.rdma.fallback=fail): " + e.getMessage(), e);
