@@ -85,10 +85,10 @@ class RdmaShuffleFallbackTest {
     void badOptionsSayWhatIsExpected() {
         assertThatThrownBy(() -> RdmaShuffleConf.from(new SparkConf().set("spark.shuffle.rdma.fallback", "maybe")))
                 .hasMessageContaining("'spark' or 'fail'");
-        assertThatThrownBy(() -> RdmaShuffleConf.from(new SparkConf().set("spark.shuffle.rdma.buffer-slab-size", "3000")))
+        assertThatThrownBy(() -> RdmaShuffleConf.from(new SparkConf().set("spark.shuffle.rdma.bufferSlabSize", "3000")))
                 .hasMessageContaining("power of two");
         RdmaShuffleConf defaults = RdmaShuffleConf.from(new SparkConf().set("spark.shuffle.rdma.provider", "tcp")
-                .set("spark.shuffle.rdma.connect-timeout", "3s"));
+                .set("spark.shuffle.rdma.connectTimeout", "3s"));
         assertThat(defaults.transport().provider()).isEqualTo("tcp");
         assertThat(defaults.transport().connectTimeout()).hasSeconds(3);
         assertThat(defaults.maxBytesInFlight()).isEqualTo(48L << 20);
