@@ -92,12 +92,13 @@ public final class RdmaShuffleManager implements ShuffleManager {
             } catch (ShuffleSecurity.RefusedException e) {
                 throw e; // Spark's security settings cannot be honoured: no fallback hides that
             } catch (RuntimeException e) {
+                String why = RdmaShuffleConf.sparkNames(e.getMessage());
                 if (conf.fallback() == RdmaShuffleConf.Fallback.FAIL) {
-                    throw new IllegalStateException("rdma4j shuffle cannot start on this executor (spark.shuffle.rdma.fallback=fail): " + e.getMessage(), e);
+                    throw new IllegalStateException("rdma4j shuffle cannot start on this executor (spark.shuffle.rdma.fallback=fail): " + why, e);
                 }
                 runtimeFailed = true;
                 LOG.warn("rdma4j shuffle cannot start on this executor ({}); using Spark's block transfer (spark.shuffle.rdma.fallback=spark)",
-                        e.getMessage());
+                        why);
             }
         }
         return runtime;
@@ -139,6 +140,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
                                                 int endPartition, TaskContext context, ShuffleReadMetricsReporter metrics) {
         ExecutorRuntime rt = runtime();
         if (rt == null) {
+            RdmaShuffleMetrics.fellBack(RdmaShuffleMetrics.FallbackReason.TRANSPORT_UNAVAILABLE);
             return delegate.getReader(handle, startMapIndex, endMapIndex, startPartition, endPartition, context, metrics);
         }
         SparkEnv env = SparkEnv.get();

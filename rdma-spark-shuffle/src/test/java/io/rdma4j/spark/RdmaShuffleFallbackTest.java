@@ -11,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
@@ -40,8 +41,9 @@ class RdmaShuffleFallbackTest {
     }
 
     @Test
-    void providerThatCannotRunFallsBackToSparkTransferWithOneLogLine() throws IOException {
-        SparkConf conf = LocalCluster.rdmaConf("rdma4j-fallback-spark")
+    void providerThatCannotRunFallsBackToSparkTransferWithOneLogLine() throws Exception {
+        Path csv = PluginCsvMetrics.emptyDirectory(LocalCluster.target().resolve("fallback-metrics"));
+        SparkConf conf = PluginCsvMetrics.enable(LocalCluster.rdmaConf("rdma4j-fallback-spark"), csv)
                 .set("spark.shuffle.rdma.provider", "verbs") // no RDMA device on a test machine
                 .set("spark.shuffle.rdma.fallback", "spark");
         try (JavaSparkContext sc = LocalCluster.start(conf)) {
@@ -52,6 +54,22 @@ class RdmaShuffleFallbackTest {
             List<String> lines = logs.lines().filter(l -> l.contains("rdma4j shuffle cannot start on this executor")).toList();
             assertThat(lines).as("one line per executor that ran a shuffle task, saying why").isNotEmpty().hasSizeLessThanOrEqualTo(2);
             assertThat(lines.getFirst()).contains("spark.shuffle.rdma.fallback=spark");
+
+            // The plugin counts the readers that fell back, by reason (the CSV sink reports every second).
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            long fellBack = 0;
+            Map<String, Map<String, Long>> metrics = Map.of();
+            while (fellBack == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(500);
+                metrics = PluginCsvMetrics.read(csv);
+                fellBack = metrics.values().stream().mapToLong(m -> m.getOrDefault("fallbacks.transportUnavailable", 0L)).sum();
+            }
+            assertThat(fellBack).as("readers counted as fallbacks: " + metrics).isPositive();
+            assertThat(metrics.values()).allSatisfy(m -> {
+                assertThat(m.getOrDefault("provider.verbs", 0L)).isZero();
+                assertThat(m.getOrDefault("provider.tcp", 0L)).isZero();
+                assertThat(m.getOrDefault("blocksFetched", 0L)).isZero();
+            });
         }
     }
 
