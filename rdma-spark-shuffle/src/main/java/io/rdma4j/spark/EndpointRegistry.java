@@ -32,6 +32,7 @@ final class EndpointRegistry {
      */
     private static final String REGISTER = "rdma4j-register\n";
     private static final String LOOKUP = "rdma4j-lookup\n";
+    private static final String UNAVAILABLE = "rdma4j-unavailable\n";
 
     private static final Logger LOG = LoggerFactory.getLogger(EndpointRegistry.class);
 
@@ -57,7 +58,7 @@ final class EndpointRegistry {
             return new AbstractPartialFunction<>() {
                 @Override
                 public boolean isDefinedAt(Object message) {
-                    return message instanceof String m && (m.startsWith(REGISTER) || m.startsWith(LOOKUP));
+                    return message instanceof String m && (m.startsWith(REGISTER) || m.startsWith(LOOKUP) || m.startsWith(UNAVAILABLE));
                 }
 
                 @Override
@@ -72,6 +73,14 @@ final class EndpointRegistry {
                         if (!provider.equals(providers.put(parts[1], provider))) {
                             LOG.info("rdma4j shuffle: executor {} serves map outputs at {}:{} on provider {}", parts[1], parts[2],
                                     parts[3], provider);
+                        }
+                        context.reply(Boolean.TRUE);
+                    } else if (parts[0].equals(UNAVAILABLE.strip())) {
+                        locations.remove(parts[1]);
+                        String why = parts.length > 2 ? parts[2] : "unknown";
+                        if (!("none: " + why).equals(providers.put(parts[1], "none: " + why))) {
+                            LOG.info("rdma4j shuffle: executor {} runs without rdma4j ({}); its shuffle blocks go through"
+                                    + " Spark's block transfer", parts[1], why);
                         }
                         context.reply(Boolean.TRUE);
                     } else {
@@ -107,6 +116,11 @@ final class EndpointRegistry {
     void register(String executorId, InetSocketAddress address, String provider) {
         driver.askSync(REGISTER + executorId + "\n" + address.getHostString() + "\n" + address.getPort() + "\n"
                 + provider.replace('\n', ' '), ClassTag$.MODULE$.apply(Boolean.class));
+    }
+
+    /** Tells the driver that this executor's transport could not start, and why (its shuffle falls back to Spark's). */
+    void unavailable(String executorId, String why) {
+        driver.askSync(UNAVAILABLE + executorId + "\n" + why.replace('\n', ' '), ClassTag$.MODULE$.apply(Boolean.class));
     }
 
     /** The peer's rdma4j address, or null when that executor has no rdma4j endpoint. */

@@ -99,9 +99,20 @@ public final class RdmaShuffleManager implements ShuffleManager {
                 runtimeFailed = true;
                 LOG.warn("rdma4j shuffle cannot start on this executor ({}); using Spark's block transfer (spark.shuffle.rdma.fallback=spark)",
                         why);
+                tellDriverUnavailable(why);
             }
         }
         return runtime;
+    }
+
+    /** So that the driver's log says, once per executor, which ones run without rdma4j. */
+    private static void tellDriverUnavailable(String why) {
+        SparkEnv env = SparkEnv.get();
+        try {
+            EndpointRegistry.connect(env).unavailable(env.executorId(), String.valueOf(why));
+        } catch (RuntimeException e) {
+            LOG.debug("cannot tell the driver that rdma4j is unavailable here", e); // informative only: the shuffle goes on
+        }
     }
 
     @Override
