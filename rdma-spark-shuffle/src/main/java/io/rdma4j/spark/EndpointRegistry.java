@@ -6,6 +6,8 @@ import org.apache.spark.rpc.RpcEndpointRef;
 import org.apache.spark.rpc.RpcEnv;
 import org.apache.spark.rpc.ThreadSafeRpcEndpoint;
 import org.apache.spark.util.RpcUtils;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import scala.PartialFunction;
 import scala.reflect.ClassTag$;
 import scala.runtime.AbstractPartialFunction;
@@ -16,8 +18,9 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Where each executor's rdma4j listener is. Executors listen on a free port and register it with the
- * driver over Spark's own RPC; reducers look peers up by executor id (and cache the answer).
+ * Where each executor's rdma4j listener is. Executors listen on a free port and register it, with the provider
+ * their transport runs on, with the driver over Spark's own RPC; the driver logs each executor's provider once.
+ * Reducers look peers up by executor id (and cache the answer).
  */
 final class EndpointRegistry {
 
@@ -29,6 +32,9 @@ final class EndpointRegistry {
      */
     private static final String REGISTER = "rdma4j-register\n";
     private static final String LOOKUP = "rdma4j-lookup\n";
+    private static final String UNAVAILABLE = "rdma4j-unavailable\n";
+
+    private static final Logger LOG = LoggerFactory.getLogger(EndpointRegistry.class);
 
     private record Location(String host, int port) { }
 
@@ -36,6 +42,7 @@ final class EndpointRegistry {
     static final class DriverEndpoint implements ThreadSafeRpcEndpoint {
         private final RpcEnv rpcEnv;
         private final Map<String, Location> locations = new ConcurrentHashMap<>();
+        private final Map<String, String> providers = new ConcurrentHashMap<>();
 
         DriverEndpoint(RpcEnv rpcEnv) {
             this.rpcEnv = rpcEnv;
@@ -51,7 +58,7 @@ final class EndpointRegistry {
             return new AbstractPartialFunction<>() {
                 @Override
                 public boolean isDefinedAt(Object message) {
-                    return message instanceof String m && (m.startsWith(REGISTER) || m.startsWith(LOOKUP));
+                    return message instanceof String m && (m.startsWith(REGISTER) || m.startsWith(LOOKUP) || m.startsWith(UNAVAILABLE));
                 }
 
                 @Override
@@ -62,6 +69,19 @@ final class EndpointRegistry {
                     String[] parts = ((String) message).split("\n", -1);
                     if (parts[0].equals(REGISTER.strip())) {
                         locations.put(parts[1], new Location(parts[2], Integer.parseInt(parts[3])));
+                        String provider = parts.length > 4 ? parts[4] : "unknown";
+                        if (!provider.equals(providers.put(parts[1], provider))) {
+                            LOG.info("rdma4j shuffle: executor {} serves map outputs at {}:{} on provider {}", parts[1], parts[2],
+                                    parts[3], provider);
+                        }
+                        context.reply(Boolean.TRUE);
+                    } else if (parts[0].equals(UNAVAILABLE.strip())) {
+                        locations.remove(parts[1]);
+                        String why = parts.length > 2 ? parts[2] : "unknown";
+                        if (!("none: " + why).equals(providers.put(parts[1], "none: " + why))) {
+                            LOG.info("rdma4j shuffle: executor {} runs without rdma4j ({}); its shuffle blocks go through"
+                                    + " Spark's block transfer", parts[1], why);
+                        }
                         context.reply(Boolean.TRUE);
                     } else {
                         Location l = locations.get(parts[1]);
@@ -92,9 +112,15 @@ final class EndpointRegistry {
         return new EndpointRegistry(RpcUtils.makeDriverRef(ENDPOINT_NAME, env.conf(), env.rpcEnv()));
     }
 
-    void register(String executorId, InetSocketAddress address) {
-        driver.askSync(REGISTER + executorId + "\n" + address.getHostString() + "\n" + address.getPort(),
-                ClassTag$.MODULE$.apply(Boolean.class));
+    /** Registers this executor's endpoint and {@code provider} (what its transport runs on, and why). */
+    void register(String executorId, InetSocketAddress address, String provider) {
+        driver.askSync(REGISTER + executorId + "\n" + address.getHostString() + "\n" + address.getPort() + "\n"
+                + provider.replace('\n', ' '), ClassTag$.MODULE$.apply(Boolean.class));
+    }
+
+    /** Tells the driver that this executor's transport could not start, and why (its shuffle falls back to Spark's). */
+    void unavailable(String executorId, String why) {
+        driver.askSync(UNAVAILABLE + executorId + "\n" + why.replace('\n', ' '), ClassTag$.MODULE$.apply(Boolean.class));
     }
 
     /** The peer's rdma4j address, or null when that executor has no rdma4j endpoint. */

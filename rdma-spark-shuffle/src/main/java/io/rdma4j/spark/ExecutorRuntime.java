@@ -67,9 +67,10 @@ final class ExecutorRuntime implements AutoCloseable {
                     RequestHandlers.of(RequestTypes.SPARK_DESCRIBE_MAP_OUTPUTS, RequestHandler.answering(publisher::describe)));
             EndpointRegistry registry = EndpointRegistry.connect(env);
             String executorId = env.executorId();
-            registry.register(executorId, listener.localAddress());
+            registry.register(executorId, listener.localAddress(), transport.selection().toString());
             LOG.info("rdma4j shuffle: executor {} serves map outputs at {} on provider {}; {}", executorId,
                     listener.localAddress(), transport.selection(), ShuffleSecurity.describe(env.conf(), secured));
+            RdmaShuffleMetrics.transport(transport);
             return new ExecutorRuntime(conf, transport, pool, publisher, executorId, listener, registry);
         } catch (RuntimeException | Error e) {
             transport.close();

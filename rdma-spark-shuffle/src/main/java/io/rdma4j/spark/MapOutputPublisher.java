@@ -79,8 +79,9 @@ final class MapOutputPublisher implements AutoCloseable {
                 long start = System.nanoTime();
                 p = mapAndRegister(shuffleId, mapId);
                 if (p != null) {
-                    publishNanos.computeIfAbsent(shuffleId, id -> new java.util.concurrent.atomic.LongAdder())
-                            .add(System.nanoTime() - start);
+                    long nanos = System.nanoTime() - start;
+                    publishNanos.computeIfAbsent(shuffleId, id -> new java.util.concurrent.atomic.LongAdder()).add(nanos);
+                    RdmaShuffleMetrics.mapOutputRegistered(nanos);
                     maps.put(mapId, p);
                 }
             }

@@ -388,6 +388,7 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         Ready block = ready.poll();
         if (block.remote()) {
             metrics.incRemoteBlocksFetched(1);
+            RdmaShuffleMetrics.BLOCKS_FETCHED.inc();
             metrics.incRemoteBytesRead(block.bytes().remaining());
         } else {
             metrics.incLocalBlocksFetched(1);

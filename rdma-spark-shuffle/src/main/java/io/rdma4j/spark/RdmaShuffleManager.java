@@ -92,15 +92,27 @@ public final class RdmaShuffleManager implements ShuffleManager {
             } catch (ShuffleSecurity.RefusedException e) {
                 throw e; // Spark's security settings cannot be honoured: no fallback hides that
             } catch (RuntimeException e) {
+                String why = RdmaShuffleConf.sparkNames(e.getMessage());
                 if (conf.fallback() == RdmaShuffleConf.Fallback.FAIL) {
-                    throw new IllegalStateException("rdma4j shuffle cannot start on this executor (spark.shuffle.rdma.fallback=fail): " + e.getMessage(), e);
+                    throw new IllegalStateException("rdma4j shuffle cannot start on this executor (spark.shuffle.rdma.fallback=fail): " + why, e);
                 }
                 runtimeFailed = true;
                 LOG.warn("rdma4j shuffle cannot start on this executor ({}); using Spark's block transfer (spark.shuffle.rdma.fallback=spark)",
-                        e.getMessage());
+                        why);
+                tellDriverUnavailable(why);
             }
         }
         return runtime;
+    }
+
+    /** So that the driver's log says, once per executor, which ones run without rdma4j. */
+    private static void tellDriverUnavailable(String why) {
+        SparkEnv env = SparkEnv.get();
+        try {
+            EndpointRegistry.connect(env).unavailable(env.executorId(), String.valueOf(why));
+        } catch (RuntimeException e) {
+            LOG.debug("cannot tell the driver that rdma4j is unavailable here", e); // informative only: the shuffle goes on
+        }
     }
 
     @Override
@@ -139,6 +151,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
                                                 int endPartition, TaskContext context, ShuffleReadMetricsReporter metrics) {
         ExecutorRuntime rt = runtime();
         if (rt == null) {
+            RdmaShuffleMetrics.fellBack(RdmaShuffleMetrics.FallbackReason.TRANSPORT_UNAVAILABLE);
             return delegate.getReader(handle, startMapIndex, endMapIndex, startPartition, endPartition, context, metrics);
         }
         SparkEnv env = SparkEnv.get();

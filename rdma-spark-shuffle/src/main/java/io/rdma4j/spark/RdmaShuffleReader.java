@@ -104,6 +104,7 @@ final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
                 throw sneaky(new FetchFailedException(peer, shuffleId, -1L, -1, startPartition,
                         "rdma4j shuffle: " + e.getMessage() + " (spark.shuffle.rdma.fallback=fail)", e));
             }
+            RdmaShuffleMetrics.fellBack(RdmaShuffleMetrics.FallbackReason.PEER_UNREACHABLE);
             if (REPORTED_UNREACHABLE.add(e.executorId())) {
                 LOG.warn("rdma4j shuffle: {}; reading from it through Spark's block transfer (spark.shuffle.rdma.fallback=spark)", e.getMessage());
             }

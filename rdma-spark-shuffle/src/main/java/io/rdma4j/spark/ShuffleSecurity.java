@@ -53,9 +53,9 @@ final class ShuffleSecurity {
                     + " application's secret), as in Spark itself: set " + AUTHENTICATE + "=true");
         }
         if (authenticate && transport.sharedSecretValue().isPresent()) {
-            throw new RefusedException(RdmaShuffleConf.PREFIX + "shared-secret is set, but with " + AUTHENTICATE
+            throw new RefusedException(RdmaShuffleConf.PREFIX + "sharedSecret is set, but with " + AUTHENTICATE
                     + "=true the shuffle authenticates peers with the application's secret: remove "
-                    + RdmaShuffleConf.PREFIX + "shared-secret");
+                    + RdmaShuffleConf.PREFIX + "sharedSecret");
         }
         if (crypto && transport.provider().equals("verbs")) {
             throw new RefusedException(CRYPTO + "=true, but rdma4j cannot encrypt RDMA READs on the verbs provider: set "

@@ -35,7 +35,7 @@ public final class LocalCluster {
     }
 
     public static SparkConf baseConf(String appName) {
-        Path shaded = Path.of(System.getProperty("rdma4j.shadedJar", "target/rdma-spark-shuffle-0.1.0-SNAPSHOT-shaded.jar"));
+        Path shaded = Path.of(System.getProperty("rdma4j.shadedJar", "target/rdma-spark-shuffle_2.13-0.1.0-SNAPSHOT-shaded.jar"));
         if (!Files.isRegularFile(shaded)) {
             throw new IllegalStateException("shaded jar " + shaded + " is missing: run these tests through 'mvnw verify' (failsafe runs after package)");
         }

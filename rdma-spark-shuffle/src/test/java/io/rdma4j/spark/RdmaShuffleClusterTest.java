@@ -35,8 +35,8 @@ class RdmaShuffleClusterTest {
     static void start() {
         sc = LocalCluster.start(LocalCluster.rdmaConf("rdma4j-shuffle-test")
                 // Small slabs so that one test's blocks exceed a slab; small batches so that many reads are in flight.
-                .set("spark.shuffle.rdma.buffer-slab-size", "64k")
-                .set("spark.shuffle.rdma.max-bytes-in-flight", "1m"));
+                .set("spark.shuffle.rdma.bufferSlabSize", "64k")
+                .set("spark.shuffle.rdma.maxBytesInFlight", "1m"));
         totals = ShuffleReadTotals.attach(sc);
         spark = SparkSession.builder().sparkContext(sc.sc()).getOrCreate();
     }

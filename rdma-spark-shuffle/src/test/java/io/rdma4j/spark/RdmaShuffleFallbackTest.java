@@ -1,5 +1,11 @@
 package io.rdma4j.spark;
 
+import org.apache.logging.log4j.Level;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.core.LogEvent;
+import org.apache.logging.log4j.core.appender.AbstractAppender;
+import org.apache.logging.log4j.core.config.Configurator;
+import org.apache.logging.log4j.core.config.Property;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkException;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -11,6 +17,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
@@ -39,19 +47,56 @@ class RdmaShuffleFallbackTest {
         return all.toString();
     }
 
+    /** What {@code logger} logs in this JVM (the driver's) from now on; Spark has configured logging by then. */
+    private static List<String> driverLog(Class<?> logger) {
+        List<String> lines = new CopyOnWriteArrayList<>();
+        AbstractAppender appender = new AbstractAppender("rdma4j-test-" + logger.getSimpleName(), null, null, true, Property.EMPTY_ARRAY) {
+            @Override
+            public void append(LogEvent event) {
+                lines.add(event.getMessage().getFormattedMessage());
+            }
+        };
+        appender.start();
+        Configurator.setLevel(logger.getName(), Level.INFO);
+        ((org.apache.logging.log4j.core.Logger) LogManager.getLogger(logger.getName())).addAppender(appender);
+        return lines;
+    }
+
     @Test
-    void providerThatCannotRunFallsBackToSparkTransferWithOneLogLine() throws IOException {
-        SparkConf conf = LocalCluster.rdmaConf("rdma4j-fallback-spark")
+    void providerThatCannotRunFallsBackToSparkTransferWithOneLogLine() throws Exception {
+        Path csv = PluginCsvMetrics.emptyDirectory(LocalCluster.target().resolve("fallback-metrics"));
+        SparkConf conf = PluginCsvMetrics.enable(LocalCluster.rdmaConf("rdma4j-fallback-spark"), csv)
                 .set("spark.shuffle.rdma.provider", "verbs") // no RDMA device on a test machine
                 .set("spark.shuffle.rdma.fallback", "spark");
         try (JavaSparkContext sc = LocalCluster.start(conf)) {
+            List<String> driverLog = driverLog(EndpointRegistry.class);
             assertThat(sums(sc)).containsExactlyInAnyOrderEntriesOf(
                     IntStream.range(0, 10).boxed().collect(Collectors.toMap(k -> k, k -> 1000L)));
             assertThat(sums(sc)).hasSize(10);
+            List<String> unavailable = driverLog.stream().filter(l -> l.contains("runs without rdma4j")).toList();
+            assertThat(unavailable).as("the driver says once per executor that it runs without rdma4j, and why")
+                    .isNotEmpty().hasSizeLessThanOrEqualTo(2).allSatisfy(l -> assertThat(l).contains("verbs"));
+            assertThat(unavailable.stream().map(l -> l.split(" ")[3]).distinct()).hasSameSizeAs(unavailable);
             String logs = executorLogs(sc);
             List<String> lines = logs.lines().filter(l -> l.contains("rdma4j shuffle cannot start on this executor")).toList();
             assertThat(lines).as("one line per executor that ran a shuffle task, saying why").isNotEmpty().hasSizeLessThanOrEqualTo(2);
             assertThat(lines.getFirst()).contains("spark.shuffle.rdma.fallback=spark");
+
+            // The plugin counts the readers that fell back, by reason (the CSV sink reports every second).
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            long fellBack = 0;
+            Map<String, Map<String, Long>> metrics = Map.of();
+            while (fellBack == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(500);
+                metrics = PluginCsvMetrics.read(csv);
+                fellBack = metrics.values().stream().mapToLong(m -> m.getOrDefault("fallbacks.transportUnavailable", 0L)).sum();
+            }
+            assertThat(fellBack).as("readers counted as fallbacks: " + metrics).isPositive();
+            assertThat(metrics.values()).allSatisfy(m -> {
+                assertThat(m.getOrDefault("provider.verbs", 0L)).isZero();
+                assertThat(m.getOrDefault("provider.tcp", 0L)).isZero();
+                assertThat(m.getOrDefault("blocksFetched", 0L)).isZero();
+            });
         }
     }
 
@@ -85,10 +130,10 @@ class RdmaShuffleFallbackTest {
     void badOptionsSayWhatIsExpected() {
         assertThatThrownBy(() -> RdmaShuffleConf.from(new SparkConf().set("spark.shuffle.rdma.fallback", "maybe")))
                 .hasMessageContaining("'spark' or 'fail'");
-        assertThatThrownBy(() -> RdmaShuffleConf.from(new SparkConf().set("spark.shuffle.rdma.buffer-slab-size", "3000")))
+        assertThatThrownBy(() -> RdmaShuffleConf.from(new SparkConf().set("spark.shuffle.rdma.bufferSlabSize", "3000")))
                 .hasMessageContaining("power of two");
         RdmaShuffleConf defaults = RdmaShuffleConf.from(new SparkConf().set("spark.shuffle.rdma.provider", "tcp")
-                .set("spark.shuffle.rdma.connect-timeout", "3s"));
+                .set("spark.shuffle.rdma.connectTimeout", "3s"));
         assertThat(defaults.transport().provider()).isEqualTo("tcp");
         assertThat(defaults.transport().connectTimeout()).hasSeconds(3);
         assertThat(defaults.maxBytesInFlight()).isEqualTo(48L << 20);

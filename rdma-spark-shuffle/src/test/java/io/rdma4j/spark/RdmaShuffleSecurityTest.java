@@ -108,8 +108,8 @@ class RdmaShuffleSecurityTest {
                 .isInstanceOf(ShuffleSecurity.RefusedException.class).hasMessageContaining("spark.authenticate=true");
         SparkConf authenticated = new SparkConf().set("spark.authenticate", "true");
         assertThatThrownBy(() -> new RdmaShuffleManager(authenticated.clone()
-                .set("spark.shuffle.rdma.shared-secret", "a-secret-of-its-own-0123456789"), true))
-                .isInstanceOf(ShuffleSecurity.RefusedException.class).hasMessageContaining("remove spark.shuffle.rdma.shared-secret");
+                .set("spark.shuffle.rdma.sharedSecret", "a-secret-of-its-own-0123456789"), true))
+                .isInstanceOf(ShuffleSecurity.RefusedException.class).hasMessageContaining("remove spark.shuffle.rdma.sharedSecret");
         SparkConf encrypted = authenticated.clone().set("spark.network.crypto.enabled", "true");
         assertThatThrownBy(() -> new RdmaShuffleManager(encrypted.clone().set("spark.shuffle.rdma.provider", "verbs"), true))
                 .isInstanceOf(ShuffleSecurity.RefusedException.class).hasMessageContaining("provider=tcp");
@@ -143,7 +143,7 @@ class RdmaShuffleSecurityTest {
         assertThat(ShuffleSecurity.describe(encrypted, tls)).contains("encrypted with TLS");
 
         SparkConf certificates = encrypted.clone().set("spark.shuffle.rdma.tcp.tls", "true")
-                .set("spark.shuffle.rdma.tcp.tls.key-store", "/etc/spark/rdma.p12");
+                .set("spark.shuffle.rdma.tcp.tls.keyStore", "/etc/spark/rdma.p12");
         TransportConfig own = ShuffleSecurity.secured(certificates, RdmaShuffleConf.from(certificates).transport(), APP_SECRET);
         assertThat(own.option("tcp", "tls.authentication")).as("the user's certificates are kept").isEmpty();
         assertThat(own.sharedSecretValue()).isPresent();

@@ -25,7 +25,7 @@ public final class SparkShuffleSample {
 
     public static void main(String[] args) {
         if (args.length < 1) {
-            System.err.println("usage: SparkShuffleSample <rdma-spark-shuffle-*-shaded.jar>,<this sample's jar> [records]");
+            System.err.println("usage: SparkShuffleSample <rdma-spark-shuffle_2.13-*-shaded.jar>,<this sample's jar> [records]");
             System.exit(2);
         }
         String sparkJars = args[0]; // comma-separated: the shaded rdma4j jar and the job's own jar

@@ -82,13 +82,13 @@ class RdmaShuffleOverRxeGuestTest {
                 .set("spark.shuffle.rdma.device", device.name())
                 .set("spark.shuffle.rdma.address", device.address())
                 // The emulated CPU is 10-30x slower than the host's.
-                .set("spark.shuffle.rdma.connect-timeout", "60s")
-                .set("spark.shuffle.rdma.operation-timeout", "90s")
+                .set("spark.shuffle.rdma.connectTimeout", "60s")
+                .set("spark.shuffle.rdma.operationTimeout", "90s")
                 .set("spark.network.timeout", "600s")
                 .set("spark.executor.heartbeatInterval", "30s")
                 // Small slabs and batches: many READs in flight and blocks larger than a slab.
-                .set("spark.shuffle.rdma.buffer-slab-size", "64k")
-                .set("spark.shuffle.rdma.max-bytes-in-flight", "1m"));
+                .set("spark.shuffle.rdma.bufferSlabSize", "64k")
+                .set("spark.shuffle.rdma.maxBytesInFlight", "1m"));
         totals = ShuffleReadTotals.attach(sc);
         System.out.printf("LAB-SPARK: local-cluster[2,1,1024] up with both executors in %d s%n",
                 (System.nanoTime() - start) / 1_000_000_000L);
