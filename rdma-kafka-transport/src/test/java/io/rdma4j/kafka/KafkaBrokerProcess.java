@@ -31,11 +31,13 @@ final class KafkaBrokerProcess implements AutoCloseable {
 
     private final Path log;
     private final int brokerPort;
+    private final String classPath;
     private Process process;
 
-    private KafkaBrokerProcess(Path log, int brokerPort) {
+    private KafkaBrokerProcess(Path log, int brokerPort, String classPath) {
         this.log = log;
         this.brokerPort = brokerPort;
+        this.classPath = classPath;
     }
 
     /**
@@ -44,6 +46,11 @@ final class KafkaBrokerProcess implements AutoCloseable {
      * still running.
      */
     static KafkaBrokerProcess start(Path dir, String name, Map<String, String> extra) throws Exception {
+        return start(dir, name, extra, System.getProperty("java.class.path"));
+    }
+
+    /** As {@link #start(Path, String, Map)}, with the node's class path given. */
+    static KafkaBrokerProcess start(Path dir, String name, Map<String, String> extra, String classPath) throws Exception {
         int brokerPort = freePort();
         int controllerPort = freePort();
         Map<String, String> props = new LinkedHashMap<>();
@@ -68,7 +75,7 @@ final class KafkaBrokerProcess implements AutoCloseable {
 
         Path logDir = Path.of("target", "broker-process");
         Files.createDirectories(logDir);
-        KafkaBrokerProcess broker = new KafkaBrokerProcess(logDir.resolve(name + ".log").toAbsolutePath(), brokerPort);
+        KafkaBrokerProcess broker = new KafkaBrokerProcess(logDir.resolve(name + ".log").toAbsolutePath(), brokerPort, classPath);
         Files.deleteIfExists(broker.log);
         try {
             Process format = broker.launch("kafka.tools.StorageTool", "format",
@@ -128,7 +135,7 @@ final class KafkaBrokerProcess implements AutoCloseable {
         List<String> command = new ArrayList<>(List.of(
                 ProcessHandle.current().info().command().orElseThrow(() -> new IllegalStateException("cannot tell this JVM's java binary")),
                 "--enable-native-access=ALL-UNNAMED", "-Xmx512m",
-                "-cp", System.getProperty("java.class.path"),
+                "-cp", classPath,
                 mainClass));
         command.addAll(List.of(args));
         try (OutputStream header = Files.newOutputStream(log, java.nio.file.StandardOpenOption.CREATE,
