@@ -22,9 +22,10 @@ import java.util.concurrent.TimeoutException;
  * A real Kafka KRaft combined-mode node (broker and controller) in a child JVM started as a user starts one:
  * {@code kafka-storage format}, then {@code kafka-server-start server.properties}, with this JVM's class path
  * (which holds the broker jars of the test kit and this module's classes). Its output goes to a file under
- * {@code target/} whose tail {@link #logTail()} gives for assertion messages.
+ * {@code target/} whose tail {@link #logTail()} gives for assertion messages. Public in this module's test-jar: the
+ * starter's Spring Kafka test runs it on the Boot 3.5 line, whose Kafka 3.9 jars cannot run a 4.3.1 broker in-process.
  */
-final class KafkaBrokerProcess implements AutoCloseable {
+public final class KafkaBrokerProcess implements AutoCloseable {
 
     private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
     private static final Duration STOP_TIMEOUT = Duration.ofSeconds(30);
@@ -45,12 +46,12 @@ final class KafkaBrokerProcess implements AutoCloseable {
      * returns once an Admin client can describe the cluster. The caller closes it, which kills the child if it is
      * still running.
      */
-    static KafkaBrokerProcess start(Path dir, String name, Map<String, String> extra) throws Exception {
+    public static KafkaBrokerProcess start(Path dir, String name, Map<String, String> extra) throws Exception {
         return start(dir, name, extra, System.getProperty("java.class.path"));
     }
 
     /** As {@link #start(Path, String, Map)}, with the node's class path given. */
-    static KafkaBrokerProcess start(Path dir, String name, Map<String, String> extra, String classPath) throws Exception {
+    public static KafkaBrokerProcess start(Path dir, String name, Map<String, String> extra, String classPath) throws Exception {
         int brokerPort = freePort();
         int controllerPort = freePort();
         Map<String, String> props = new LinkedHashMap<>();
@@ -96,7 +97,7 @@ final class KafkaBrokerProcess implements AutoCloseable {
         }
     }
 
-    String bootstrapServers() {
+    public String bootstrapServers() {
         return "127.0.0.1:" + brokerPort;
     }
 
@@ -109,7 +110,7 @@ final class KafkaBrokerProcess implements AutoCloseable {
     }
 
     /** The last lines the child printed, for failure messages. */
-    String logTail() {
+    public String logTail() {
         try {
             List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
             return "--- last lines of " + log + " ---\n"
