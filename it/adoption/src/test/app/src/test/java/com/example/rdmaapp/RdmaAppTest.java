@@ -36,7 +36,7 @@ class RdmaAppTest {
 
     @Test
     void kafkaConsumerFromClientProperties() {
-        try (Consumer<String, String> consumer = Orders.consumer("127.0.0.1:9092", "127.0.0.1:9299")) {
+        try (Consumer<String, String> consumer = Orders.consumer()) {
             RdmaKafkaConsumer<?, ?> rdma = assertInstanceOf(RdmaKafkaConsumer.class, consumer);
             assertTrue(rdma.rdmaActive(), "fetches by RDMA READ");
         }
