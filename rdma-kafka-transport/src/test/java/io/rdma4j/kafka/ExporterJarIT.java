@@ -64,6 +64,7 @@ class ExporterJarIT {
                         "rdma.fetch.enabled", "true",
                         "rdma.exporter.address", "127.0.0.1:" + port,
                         "rdma.provider", "tcp"));
+                awaitExported(props, log);
                 try (Consumer<String, String> consumer = RdmaConsumerFactory.create(props, new StringDeserializer(), new StringDeserializer())) {
                     List<TopicPartition> partitions = List.of(new TopicPartition(TOPIC, 0), new TopicPartition(TOPIC, 1));
                     consumer.assign(partitions);
@@ -96,6 +97,26 @@ class ExporterJarIT {
                     .doesNotContain("WARN")
                     .as("native access is enabled: no FFM warning")
                     .doesNotContain("restricted method");
+        }
+    }
+
+    /**
+     * Waits until the exporter serves the new topic (it finds new partitions on its next refresh): until a consumer's
+     * first records come by RDMA READ. A consumer that asks earlier falls back to the normal fetch for a while.
+     */
+    private static void awaitExported(Map<String, Object> props, Path log) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (true) {
+            try (Consumer<String, String> probe = RdmaConsumerFactory.create(props, new StringDeserializer(), new StringDeserializer())) {
+                List<TopicPartition> partitions = List.of(new TopicPartition(TOPIC, 0), new TopicPartition(TOPIC, 1));
+                probe.assign(partitions);
+                probe.seekToBeginning(partitions);
+                if (!probe.poll(Duration.ofSeconds(2)).isEmpty() && ((RdmaKafkaConsumer<String, String>) probe).rdmaRecords() > 0) {
+                    return;
+                }
+            }
+            assertThat(System.nanoTime()).as("the exporter serves the topic within 60 s\n%s", tail(log)).isLessThan(deadline);
+            Thread.sleep(100);
         }
     }
 
