@@ -56,6 +56,13 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
 
     private static final Logger LOG = LoggerFactory.getLogger(RdmaKafkaConsumer.class);
 
+    /**
+     * Whether the Kafka clients on the class path have {@code ConsumerRecords.nextOffsets()} (4.0 and later). The 3.9
+     * clients of Spring Boot 3.5 have not: there poll() returns records without next offsets, as their own
+     * KafkaConsumer does. Asked once of Kafka's public API, since the two lines cannot be told apart otherwise.
+     */
+    private static final boolean CLIENTS_HAVE_NEXT_OFFSETS = hasMethod(ConsumerRecords.class, "nextOffsets");
+
     private final KafkaConsumer<K, V> delegate;
     private final Deserializer<K> keyDeserializer;
     private final Deserializer<V> valueDeserializer;
@@ -149,7 +156,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                 return onConsume(fromKafka);
             }
             Map<TopicPartition, List<ConsumerRecord<K, V>>> merged = new LinkedHashMap<>();
-            Map<TopicPartition, OffsetAndMetadata> nextOffsets = new HashMap<>(fromKafka.nextOffsets());
+            Map<TopicPartition, OffsetAndMetadata> nextOffsets = CLIENTS_HAVE_NEXT_OFFSETS ? new HashMap<>(fromKafka.nextOffsets()) : null;
             for (TopicPartition tp : fromKafka.partitions()) {
                 merged.put(tp, fromKafka.records(tp));
             }
@@ -180,7 +187,9 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                         }
                         if (!records.records().isEmpty()) {
                             merged.put(tp, records.records());
-                            nextOffsets.put(tp, new OffsetAndMetadata(records.nextOffset(), records.leaderEpoch(), ""));
+                            if (nextOffsets != null) {
+                                nextOffsets.put(tp, new OffsetAndMetadata(records.nextOffset(), records.leaderEpoch(), ""));
+                            }
                             budget -= records.records().size();
                         }
                     }
@@ -191,7 +200,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                 }
             }
             if (!merged.isEmpty()) {
-                return onConsume(new ConsumerRecords<>(merged, nextOffsets));
+                return onConsume(nextOffsets != null ? new ConsumerRecords<>(merged, nextOffsets) : new ConsumerRecords<>(merged));
             }
             if (System.nanoTime() - deadline >= 0) {
                 return ConsumerRecords.empty();
@@ -392,14 +401,30 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         userPaused.removeAll(partitions);
     }
 
+    private static boolean hasMethod(Class<?> type, String name) {
+        try {
+            type.getMethod(name);
+            return true;
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
+    }
+
+    // close() and close(Duration) avoid CloseOptions, which kafka-clients 3.9 (Spring Boot 3.5's line) lacks: they
+    // are what Spring Kafka 3.3 calls, so the class runs there unchanged. close(Duration) is deprecated in 4.x.
     @Override
     public void close() {
-        close(CloseOptions.timeout(Duration.ofSeconds(30)));
+        close(Duration.ofSeconds(30));
     }
 
     @Override
+    @SuppressWarnings("deprecation")
     public void close(Duration timeout) {
-        close(CloseOptions.timeout(timeout));
+        try {
+            delegate.close(timeout);
+        } finally {
+            closeOwnResources();
+        }
     }
 
     @Override
@@ -407,19 +432,23 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         try {
             delegate.close(options);
         } finally {
-            for (ConsumerInterceptor<K, V> i : interceptors) {
-                try {
-                    i.close();
-                } catch (Exception e) {
-                    LOG.warn("Failed to close interceptor", e);
-                }
+            closeOwnResources();
+        }
+    }
+
+    private void closeOwnResources() {
+        for (ConsumerInterceptor<K, V> i : interceptors) {
+            try {
+                i.close();
+            } catch (Exception e) {
+                LOG.warn("Failed to close interceptor", e);
             }
-            if (fetcher != null) {
-                fetcher.close();
-            }
-            if (transport != null) {
-                transport.close();
-            }
+        }
+        if (fetcher != null) {
+            fetcher.close();
+        }
+        if (transport != null) {
+            transport.close();
         }
     }
 }

@@ -22,20 +22,23 @@ import java.util.concurrent.TimeoutException;
  * A real Kafka KRaft combined-mode node (broker and controller) in a child JVM started as a user starts one:
  * {@code kafka-storage format}, then {@code kafka-server-start server.properties}, with this JVM's class path
  * (which holds the broker jars of the test kit and this module's classes). Its output goes to a file under
- * {@code target/} whose tail {@link #logTail()} gives for assertion messages.
+ * {@code target/} whose tail {@link #logTail()} gives for assertion messages. Public in this module's test-jar: the
+ * starter's Spring Kafka test runs it on the Boot 3.5 line, whose Kafka 3.9 jars cannot run a 4.3.1 broker in-process.
  */
-final class KafkaBrokerProcess implements AutoCloseable {
+public final class KafkaBrokerProcess implements AutoCloseable {
 
     private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
     private static final Duration STOP_TIMEOUT = Duration.ofSeconds(30);
 
     private final Path log;
     private final int brokerPort;
+    private final String classPath;
     private Process process;
 
-    private KafkaBrokerProcess(Path log, int brokerPort) {
+    private KafkaBrokerProcess(Path log, int brokerPort, String classPath) {
         this.log = log;
         this.brokerPort = brokerPort;
+        this.classPath = classPath;
     }
 
     /**
@@ -43,7 +46,12 @@ final class KafkaBrokerProcess implements AutoCloseable {
      * returns once an Admin client can describe the cluster. The caller closes it, which kills the child if it is
      * still running.
      */
-    static KafkaBrokerProcess start(Path dir, String name, Map<String, String> extra) throws Exception {
+    public static KafkaBrokerProcess start(Path dir, String name, Map<String, String> extra) throws Exception {
+        return start(dir, name, extra, System.getProperty("java.class.path"));
+    }
+
+    /** As {@link #start(Path, String, Map)}, with the node's class path given. */
+    public static KafkaBrokerProcess start(Path dir, String name, Map<String, String> extra, String classPath) throws Exception {
         int brokerPort = freePort();
         int controllerPort = freePort();
         Map<String, String> props = new LinkedHashMap<>();
@@ -68,7 +76,7 @@ final class KafkaBrokerProcess implements AutoCloseable {
 
         Path logDir = Path.of("target", "broker-process");
         Files.createDirectories(logDir);
-        KafkaBrokerProcess broker = new KafkaBrokerProcess(logDir.resolve(name + ".log").toAbsolutePath(), brokerPort);
+        KafkaBrokerProcess broker = new KafkaBrokerProcess(logDir.resolve(name + ".log").toAbsolutePath(), brokerPort, classPath);
         Files.deleteIfExists(broker.log);
         try {
             Process format = broker.launch("kafka.tools.StorageTool", "format",
@@ -89,7 +97,7 @@ final class KafkaBrokerProcess implements AutoCloseable {
         }
     }
 
-    String bootstrapServers() {
+    public String bootstrapServers() {
         return "127.0.0.1:" + brokerPort;
     }
 
@@ -102,7 +110,7 @@ final class KafkaBrokerProcess implements AutoCloseable {
     }
 
     /** The last lines the child printed, for failure messages. */
-    String logTail() {
+    public String logTail() {
         try {
             List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
             return "--- last lines of " + log + " ---\n"
@@ -128,7 +136,7 @@ final class KafkaBrokerProcess implements AutoCloseable {
         List<String> command = new ArrayList<>(List.of(
                 ProcessHandle.current().info().command().orElseThrow(() -> new IllegalStateException("cannot tell this JVM's java binary")),
                 "--enable-native-access=ALL-UNNAMED", "-Xmx512m",
-                "-cp", System.getProperty("java.class.path"),
+                "-cp", classPath,
                 mainClass));
         command.addAll(List.of(args));
         try (OutputStream header = Files.newOutputStream(log, java.nio.file.StandardOpenOption.CREATE,

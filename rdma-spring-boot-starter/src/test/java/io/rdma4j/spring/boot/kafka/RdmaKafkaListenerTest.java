@@ -1,10 +1,12 @@
 package io.rdma4j.spring.boot.kafka;
 
 import io.rdma4j.core.metrics.OperationType;
+import io.rdma4j.kafka.KafkaBrokerProcess;
 import io.rdma4j.kafka.RdmaKafkaConsumer;
 import io.rdma4j.kafka.exporter.ExporterConfig;
 import io.rdma4j.kafka.exporter.LogExporter;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.LogDirDescription;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.Consumer;
@@ -19,6 +21,7 @@ import org.apache.kafka.common.test.KafkaClusterTestKit;
 import org.apache.kafka.common.test.TestKitNodes;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.SpringBootVersion;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.builder.SpringApplicationBuilder;
@@ -26,6 +29,8 @@ import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.ConsumerFactory;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -36,7 +41,11 @@ import java.util.concurrent.Future;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** A real Boot application's @KafkaListener receives records its consumer fetched by RDMA READ. */
+/**
+ * A real Boot application's @KafkaListener receives records its consumer fetched by RDMA READ. Runs on both Boot
+ * lines, each with a real KRaft broker its own Kafka jars can run: on Boot 4 the 4.3.1 broker test kit, on Boot 3.5
+ * (spring-kafka 3.3, kafka-clients 3.9) spring-kafka-test's embedded KRaft broker of that line.
+ */
 class RdmaKafkaListenerTest {
 
     private static final String TOPIC = "spring-rdma";
@@ -59,20 +68,13 @@ class RdmaKafkaListenerTest {
 
     @Test
     void kafkaListenerReceivesRecordsFetchedByRdma() throws Exception {
-        KafkaClusterTestKit kit = new KafkaClusterTestKit.Builder(new TestKitNodes.Builder().setCombined(true)
-                .setNumBrokerNodes(1).setNumControllerNodes(1).build())
-                .setConfigProp("offsets.topic.replication.factor", "1")
-                .setConfigProp("offsets.topic.num.partitions", "1")
-                .setConfigProp("group.initial.rebalance.delay.ms", "0")
-                .build();
-        try (kit) {
-            kit.format();
-            kit.startup();
-            kit.waitForReadyBrokers();
-            String bootstrap = kit.bootstrapServers();
+        boolean boot3 = SpringBootVersion.getVersion().startsWith("3.");
+        assertThat(boot3).as("Boot line of this run").isEqualTo("3".equals(System.getProperty("rdma4j.expected.boot.major")));
+        try (TestBroker broker = boot3 ? Boot3Broker.start() : KitBroker.start()) {
+            String bootstrap = broker.bootstrap();
             createTopic(bootstrap);
             produce(bootstrap);
-            String logDirs = String.join(",", kit.nodes().brokerNodes().values().iterator().next().logDataDirectories());
+            String logDirs = logDirs(bootstrap);
             try (LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(Map.of(
                     ExporterConfig.LOG_DIRS, logDirs, ExporterConfig.BOOTSTRAP, bootstrap,
                     ExporterConfig.LISTEN, "127.0.0.1:0", ExporterConfig.INTERVAL, "20", "rdma.provider", "tcp")));
@@ -99,6 +101,99 @@ class RdmaKafkaListenerTest {
                 assertThat(rdma.transportMetrics().snapshot(OperationType.READ).count()).as("RDMA READs").isPositive();
                 assertThat(rdma.rdmaRecords()).as("records fetched by RDMA").isEqualTo(RECORDS);
             }
+        }
+    }
+
+    /** A single-node KRaft broker that the current line's Kafka jars can run in this JVM. */
+    interface TestBroker extends AutoCloseable {
+        String bootstrap();
+
+        @Override
+        void close();
+    }
+
+    /** Boot 4 line: Kafka's own 4.3.1 test kit. */
+    static final class KitBroker implements TestBroker {
+        private final KafkaClusterTestKit kit;
+
+        private KitBroker(KafkaClusterTestKit kit) {
+            this.kit = kit;
+        }
+
+        static KitBroker start() throws Exception {
+            KafkaClusterTestKit kit = new KafkaClusterTestKit.Builder(new TestKitNodes.Builder().setCombined(true)
+                    .setNumBrokerNodes(1).setNumControllerNodes(1).build())
+                    .setConfigProp("offsets.topic.replication.factor", "1")
+                    .setConfigProp("offsets.topic.num.partitions", "1")
+                    .setConfigProp("group.initial.rebalance.delay.ms", "0")
+                    .build();
+            try {
+                kit.format();
+                kit.startup();
+                kit.waitForReadyBrokers();
+                return new KitBroker(kit);
+            } catch (Exception | Error e) {
+                kit.close();
+                throw e;
+            }
+        }
+
+        @Override
+        public String bootstrap() {
+            return kit.bootstrapServers();
+        }
+
+        @Override
+        public void close() {
+            try {
+                kit.close();
+            } catch (Exception e) {
+                throw new IllegalStateException("the test broker did not close", e);
+            }
+        }
+    }
+
+    /** Boot 3.5 line: a 4.3.1 broker process on the class path the build wrote (the broker kit's jars). */
+    static final class Boot3Broker implements TestBroker {
+        private final KafkaBrokerProcess process;
+
+        private Boot3Broker(KafkaBrokerProcess process) {
+            this.process = process;
+        }
+
+        static Boot3Broker start() throws Exception {
+            Path classPathFile = Path.of(System.getProperty("rdma4j.brokerClassPathFile", "(rdma4j.brokerClassPathFile not set)"));
+            assertThat(classPathFile).as("the broker class path the build wrote").isRegularFile();
+            Path clients = Path.of(System.getProperty("rdma4j.brokerClientsJar", "(rdma4j.brokerClientsJar not set)"));
+            assertThat(clients).as("the broker kit's own kafka-clients jar").isRegularFile();
+            Path dir = Files.createTempDirectory("boot3-kafka");
+            return new Boot3Broker(KafkaBrokerProcess.start(dir, "boot3-listener-broker", Map.of("offsets.topic.num.partitions", "1"),
+                    Files.readString(classPathFile).strip() + java.io.File.pathSeparator + clients));
+        }
+
+        @Override
+        public String bootstrap() {
+            return process.bootstrapServers();
+        }
+
+        @Override
+        public void close() {
+            try {
+                process.close();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while stopping the test broker", e);
+            }
+        }
+    }
+
+    /** The broker's log directories as the Admin API reports them: what the exporter maps. */
+    private static String logDirs(String bootstrap) throws Exception {
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            int node = admin.describeCluster().nodes().get().iterator().next().id();
+            Map<Integer, Map<String, LogDirDescription>> dirs = admin.describeLogDirs(List.of(node)).allDescriptions().get();
+            assertThat(dirs.get(node)).as("log directories of node %s", node).isNotEmpty();
+            return String.join(",", dirs.get(node).keySet());
         }
     }
 

@@ -31,8 +31,13 @@ import java.util.concurrent.Future;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** The exporter running inside a real broker process as a metrics reporter serves RDMA consumers. */
-class BrokerExporterReporterTest {
+/**
+ * The exporter running inside a real broker process as a metrics reporter serves RDMA consumers. The broker's class
+ * path is what a Kafka installation has (the broker's jars, the Kafka clients, SLF4J) plus the one jar the README
+ * names, {@code rdma-kafka-transport-<version>-broker-plugin.jar}: nothing else of rdma4j, so a missing class in
+ * that jar fails here. Runs after packaging (failsafe), since it needs that jar.
+ */
+class BrokerExporterPluginIT {
 
     @Test
     void brokerPluginExportsTheLogToRdmaConsumers(@TempDir Path dir) throws Exception {
@@ -44,7 +49,7 @@ class BrokerExporterReporterTest {
                 "metric.reporters", BrokerExporterReporter.class.getName(),
                 "rdma.exporter.listen.address", "127.0.0.1:" + port,
                 "rdma.exporter.watermark.interval.ms", "20",
-                "rdma.provider", "tcp"))) {
+                "rdma.provider", "tcp"), brokerClassPathWithPluginJar())) {
             assertThat(accepts(port)).as("the broker started the exporter on its port\n%s", broker.logTail()).isTrue();
             String bootstrap = broker.bootstrapServers();
             try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
@@ -93,6 +98,36 @@ class BrokerExporterReporterTest {
         assertThatThrownBy(() -> new BrokerExporterReporter().configure(Map.of("process.roles", "broker",
                 "log.dirs", "/tmp/x", "listeners", "PLAINTEXT://:0")))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("rdma.exporter.bootstrap.servers");
+    }
+
+    /**
+     * This JVM's class path (the broker kit's jars, the Kafka clients, SLF4J) without any entry that holds rdma4j
+     * classes (this module's jar and test classes, rdma-core, rdma-native-loader), plus the broker-plugin jar.
+     */
+    static String brokerClassPathWithPluginJar() throws IOException {
+        Path plugin = Path.of(System.getProperty("rdma4j.brokerPluginJar", "(rdma4j.brokerPluginJar not set)"));
+        assertThat(plugin).as("the broker-plugin jar, built by the package phase").isRegularFile();
+        List<String> entries = new ArrayList<>();
+        for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+            if (!holdsRdma4jClasses(Path.of(entry))) {
+                entries.add(entry);
+            }
+        }
+        entries.add(plugin.toAbsolutePath().toString());
+        return String.join(java.io.File.pathSeparator, entries);
+    }
+
+    private static boolean holdsRdma4jClasses(Path entry) throws IOException {
+        if (java.nio.file.Files.isDirectory(entry)) {
+            return java.nio.file.Files.isDirectory(entry.resolve("io/rdma4j"));
+        }
+        if (!java.nio.file.Files.isRegularFile(entry)) {
+            return false;
+        }
+        try (java.util.jar.JarFile jar = new java.util.jar.JarFile(entry.toFile())) {
+            return jar.getEntry("io/rdma4j/") != null
+                    || jar.stream().anyMatch(e -> e.getName().startsWith("io/rdma4j/"));
+        }
     }
 
     /** Whether something listens on the loopback port: the exporter, in the broker's JVM. */

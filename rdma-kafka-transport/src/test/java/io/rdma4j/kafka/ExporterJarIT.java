@@ -1,0 +1,160 @@
+package io.rdma4j.kafka;
+
+import io.rdma4j.core.metrics.OperationType;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The runnable exporter jar, started as the README says ({@code java --enable-native-access=ALL-UNNAMED -jar
+ * rdma-kafka-transport-<version>-exporter.jar key=value ...}) in a child JVM next to a real broker, serves an RDMA
+ * consumer, logs through its bundled SLF4J binding, and stops cleanly on SIGTERM. Runs after packaging (failsafe).
+ */
+class ExporterJarIT {
+
+    private static final String TOPIC = "exporter-jar";
+    private static final int RECORDS = 1000;
+
+    @Test
+    void exporterJarServesRdmaConsumersAndLogs() throws Exception {
+        Path jar = Path.of(System.getProperty("rdma4j.exporterJar", "(rdma4j.exporterJar not set)"));
+        assertThat(jar).as("the exporter jar, built by the package phase").isRegularFile();
+        Path log = Path.of("target", "exporter-process", "exporter.log").toAbsolutePath();
+        Files.createDirectories(log.getParent());
+        Files.deleteIfExists(log);
+        try (KafkaTestCluster cluster = new KafkaTestCluster()) {
+            int port = KafkaBrokerProcess.freePort();
+            Process exporter = new ProcessBuilder(
+                    ProcessHandle.current().info().command().orElseThrow(), "--enable-native-access=ALL-UNNAMED",
+                    "-jar", jar.toAbsolutePath().toString(),
+                    "rdma.exporter.log.dirs=" + cluster.logDirs(),
+                    "rdma.exporter.bootstrap.servers=" + cluster.bootstrap(),
+                    "rdma.exporter.listen.address=127.0.0.1:" + port,
+                    "rdma.exporter.watermark.interval.ms=20",
+                    "rdma.provider=tcp")
+                    .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            try {
+                awaitListening(exporter, port, log);
+                produce(cluster.bootstrap()); // after the start, as in production: the exporter follows a live log
+                Map<String, Object> props = new HashMap<>(Map.of("bootstrap.servers", cluster.bootstrap(),
+                        "enable.auto.commit", "false",
+                        "rdma.fetch.enabled", "true",
+                        "rdma.exporter.address", "127.0.0.1:" + port,
+                        "rdma.provider", "tcp"));
+                awaitExported(props, log);
+                try (Consumer<String, String> consumer = RdmaConsumerFactory.create(props, new StringDeserializer(), new StringDeserializer())) {
+                    List<TopicPartition> partitions = List.of(new TopicPartition(TOPIC, 0), new TopicPartition(TOPIC, 1));
+                    consumer.assign(partitions);
+                    consumer.seekToBeginning(partitions);
+                    List<String> values = new ArrayList<>();
+                    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+                    while (values.size() < RECORDS && System.nanoTime() < deadline) {
+                        for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(200))) {
+                            values.add(r.value());
+                        }
+                    }
+                    assertThat(values).as("records read through the exporter jar\n%s", tail(log))
+                            .containsExactlyInAnyOrderElementsOf(java.util.stream.IntStream.range(0, RECORDS).mapToObj(i -> "value-" + i).toList());
+                    RdmaKafkaConsumer<String, String> rdma = (RdmaKafkaConsumer<String, String>) consumer;
+                    assertThat(rdma.transportMetrics().snapshot(OperationType.READ).count()).as("RDMA READs").isPositive();
+                    assertThat(rdma.rdmaRecords()).as("records that came by RDMA READ from the exporter jar").isEqualTo(RECORDS);
+                }
+                exporter.destroy(); // SIGTERM, as a service manager stops it
+                assertThat(exporter.waitFor(30, TimeUnit.SECONDS)).as("the exporter stops on SIGTERM\n%s", tail(log)).isTrue();
+            } finally {
+                exporter.destroyForcibly();
+                exporter.waitFor(30, TimeUnit.SECONDS);
+            }
+            String output = Files.readString(log, StandardCharsets.UTF_8);
+            assertThat(output).as("the exporter logs through the bundled slf4j-simple binding")
+                    .contains("INFO LogExporter - rdma4j log exporter on /127.0.0.1:" + port)
+                    .as("rdma-core's System.Logger goes to the same binding")
+                    .contains("INFO RdmaTransport - rdma4j transport on provider tcp")
+                    .doesNotContain("No SLF4J providers")
+                    .doesNotContain("WARN")
+                    .as("native access is enabled: no FFM warning")
+                    .doesNotContain("restricted method");
+        }
+    }
+
+    /**
+     * Waits until the exporter serves the new topic (it finds new partitions on its next refresh): until a consumer's
+     * first records come by RDMA READ. A consumer that asks earlier falls back to the normal fetch for a while.
+     */
+    private static void awaitExported(Map<String, Object> props, Path log) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (true) {
+            try (Consumer<String, String> probe = RdmaConsumerFactory.create(props, new StringDeserializer(), new StringDeserializer())) {
+                List<TopicPartition> partitions = List.of(new TopicPartition(TOPIC, 0), new TopicPartition(TOPIC, 1));
+                probe.assign(partitions);
+                probe.seekToBeginning(partitions);
+                if (!probe.poll(Duration.ofSeconds(2)).isEmpty() && ((RdmaKafkaConsumer<String, String>) probe).rdmaRecords() > 0) {
+                    return;
+                }
+            }
+            assertThat(System.nanoTime()).as("the exporter serves the topic within 60 s\n%s", tail(log)).isLessThan(deadline);
+            Thread.sleep(100);
+        }
+    }
+
+    /** Waits for the line the exporter prints once it listens (probing the port would log a rejected peer). */
+    private static void awaitListening(Process exporter, int port, Path log) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (!(Files.exists(log) && Files.readString(log, StandardCharsets.UTF_8)
+                .contains("rdma4j log exporter listening on /127.0.0.1:" + port))) {
+            assertThat(exporter.isAlive()).as("the exporter process is running\n%s", tail(log)).isTrue();
+            assertThat(System.nanoTime()).as("the exporter listens within 60 s\n%s", tail(log)).isLessThan(deadline);
+            Thread.sleep(100);
+        }
+    }
+
+    private static String tail(Path log) {
+        try {
+            List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
+            return "--- " + log + " ---\n" + String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+        } catch (IOException e) {
+            return "(no exporter output at " + log + ")";
+        }
+    }
+
+    private static void produce(String bootstrap) throws Exception {
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            admin.createTopics(List.of(new NewTopic(TOPIC, 2, (short) 1))).all().get();
+            RdmaKafkaConsumerTest.awaitLeaders(admin, Map.of(new TopicPartition(TOPIC, 0), OffsetSpec.latest(),
+                    new TopicPartition(TOPIC, 1), OffsetSpec.latest()));
+        }
+        List<Future<RecordMetadata>> acks = new ArrayList<>();
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(Map.of("bootstrap.servers", bootstrap,
+                "key.serializer", StringSerializer.class, "value.serializer", StringSerializer.class))) {
+            for (int i = 0; i < RECORDS; i++) {
+                acks.add(p.send(new ProducerRecord<>(TOPIC, "key-" + i, "value-" + i)));
+            }
+        }
+        for (Future<RecordMetadata> ack : acks) {
+            ack.get();
+        }
+    }
+}
