@@ -154,6 +154,7 @@ final class ProofExchange {
                     + " shared-secret on both sides");
         }
         done = true;
+        passed.complete(null); // under the lock, so the passive side's timeout cannot fire in between
         return true;
     }
 
@@ -200,7 +201,6 @@ final class ProofExchange {
 
     /** Without the connection's lock, the peer's proof accepted: the passive side hands the connection over. */
     void succeeded() {
-        passed.complete(null);
         if (handOver != null) {
             handOver.run();
         }
