@@ -25,7 +25,7 @@ import java.util.Optional;
  * <tr><td>operation-timeout</td><td>30s</td><td>how long one read/write/send may take before the connection is declared dead</td></tr>
  * <tr><td>max-outstanding-operations</td><td>256</td><td>per connection; callers wait (back-pressure) beyond it</td></tr>
  * <tr><td>max-message-size</td><td>65536</td><td>largest two-sided message</td></tr>
- * <tr><td>shared-secret</td><td>(none)</td><td>peers must prove knowledge of it to connect (tcp); at least 16 bytes, a shorter or empty one fails at open</td></tr>
+ * <tr><td>shared-secret</td><td>(none)</td><td>peers must prove knowledge of it to connect (tcp and verbs: HMAC-SHA256 over both sides' nonces, the connecting side proves first); at least 16 bytes, a shorter or empty one fails at open</td></tr>
  * <tr><td>&lt;provider&gt;.*</td><td></td><td>provider-specific options, e.g. {@code tcp.chunk-size}</td></tr>
  * </table>
  */

@@ -4,18 +4,13 @@ import io.rdma4j.core.AuthenticationException;
 import io.rdma4j.core.ConnectionClosedException;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTimeoutException;
+import io.rdma4j.core.internal.auth.SecretProof;
 
-import javax.crypto.Mac;
-import javax.crypto.spec.SecretKeySpec;
 import javax.net.ssl.SSLException;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
-import java.security.GeneralSecurityException;
-import java.security.MessageDigest;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.ScheduledExecutorService;
@@ -33,22 +28,17 @@ final class TcpHandshake {
 
     private static final byte ACCEPTED = 1;
     private static final byte REJECTED = 0;
-    private static final byte CONNECTOR = 'C';
-    private static final byte LISTENER = 'L';
-    /** Shorter secrets could be guessed offline from one observed handshake. */
-    static final int MIN_SECRET_BYTES = 16;
-    private static final SecureRandom RANDOM = new SecureRandom();
+    private static final byte CONNECTOR = SecretProof.CONNECTOR;
+    private static final byte LISTENER = SecretProof.LISTENER;
+    /** Binds a proof to this protocol: a proof made for the verbs provider's handshake does not verify here. */
+    private static final String LABEL = "rdma4j-tcp-auth-v1";
 
     private TcpHandshake() {
     }
 
-    /** Refuses a configured secret (empty included) shorter than {@value #MIN_SECRET_BYTES} bytes. */
+    /** Refuses a configured secret (empty included) shorter than {@value SecretProof#MIN_SECRET_BYTES} bytes. */
     static void checkSecret(String secret) {
-        if (secret != null && secret.getBytes(StandardCharsets.UTF_8).length < MIN_SECRET_BYTES) {
-            throw new IllegalArgumentException("shared-secret must be at least " + MIN_SECRET_BYTES
-                    + " bytes (128 bits), got " + secret.getBytes(StandardCharsets.UTF_8).length
-                    + "; generate one, e.g. with 'openssl rand -base64 24', or leave shared-secret unset for no authentication");
-        }
+        SecretProof.checkSecret(secret);
     }
 
     /**
@@ -106,8 +96,7 @@ final class TcpHandshake {
 
     private static void exchange(FrameChannel channel, boolean connecting, Optional<String> secret, String peer)
             throws IOException {
-        byte[] ownNonce = new byte[TcpFrameCodec.NONCE_SIZE];
-        RANDOM.nextBytes(ownNonce);
+        byte[] ownNonce = SecretProof.nonce(TcpFrameCodec.NONCE_SIZE);
         writeFully(channel, TcpFrameCodec.encodeHello(secret.isPresent() ? TcpFrameCodec.FLAG_AUTH : 0, ownNonce));
 
         ByteBuffer prefix = ByteBuffer.allocate(TcpFrameCodec.HELLO_PREFIX_SIZE);
@@ -148,7 +137,7 @@ final class TcpHandshake {
         }
         byte[] peerProof = new byte[TcpFrameCodec.PROOF_SIZE];
         readFully(channel, ByteBuffer.wrap(peerProof), peer);
-        boolean peerOk = MessageDigest.isEqual(peerProof, proof(secret, LISTENER, peerNonce, ownNonce, channel.binding()));
+        boolean peerOk = SecretProof.verify(peerProof, LABEL, secret, LISTENER, peerNonce, ownNonce, channel.binding());
         writeFully(channel, ByteBuffer.wrap(new byte[] {peerOk ? ACCEPTED : REJECTED}));
         if (!peerOk) {
             throw new AuthenticationException(peer + " failed to prove the shared secret; configure the same shared-secret on both sides");
@@ -163,7 +152,7 @@ final class TcpHandshake {
                                         String peer) throws IOException {
         byte[] peerProof = new byte[TcpFrameCodec.PROOF_SIZE];
         readFully(channel, ByteBuffer.wrap(peerProof), peer);
-        if (!MessageDigest.isEqual(peerProof, proof(secret, CONNECTOR, peerNonce, ownNonce, channel.binding()))) {
+        if (!SecretProof.verify(peerProof, LABEL, secret, CONNECTOR, peerNonce, ownNonce, channel.binding())) {
             writeFully(channel, ByteBuffer.wrap(new byte[] {REJECTED}));
             throw new AuthenticationException(peer + " failed to prove the shared secret; configure the same shared-secret on both sides");
         }
@@ -177,22 +166,11 @@ final class TcpHandshake {
     }
 
     /**
-     * HMAC-SHA256(secret, role || prover's nonce || verifier's nonce || channel binding). Under TLS the binding
-     * is the session's exported keying material, so a proof relayed into another TLS session does not verify.
+     * {@link SecretProof#proof} under this protocol's label. Under TLS the binding is the session's exported keying
+     * material, so a proof relayed into another TLS session does not verify.
      */
     static byte[] proof(String secret, byte role, byte[] proverNonce, byte[] verifierNonce, byte[] binding) {
-        try {
-            Mac mac = Mac.getInstance("HmacSHA256");
-            mac.init(new SecretKeySpec(secret.getBytes(StandardCharsets.UTF_8), "HmacSHA256"));
-            mac.update("rdma4j-tcp-auth-v1".getBytes(StandardCharsets.US_ASCII));
-            mac.update(role);
-            mac.update(proverNonce);
-            mac.update(verifierNonce);
-            mac.update(binding);
-            return mac.doFinal();
-        } catch (GeneralSecurityException e) {
-            throw new IllegalStateException("HmacSHA256 is not available in this JDK", e);
-        }
+        return SecretProof.proof(LABEL, secret, role, proverNonce, verifierNonce, binding);
     }
 
     static void writeFully(FrameChannel channel, ByteBuffer buffer) throws IOException {

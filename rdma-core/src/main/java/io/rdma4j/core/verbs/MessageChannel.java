@@ -21,22 +21,40 @@ import java.util.concurrent.CompletableFuture;
  */
 final class MessageChannel {
 
-    /** Connect private data: magic+version, max message size, receive depth (data credits). */
+    /**
+     * Connect private data: magic+version, max message size, receive depth (data credits). Version 1 is what a side
+     * without a shared secret sends, as rdma4j did before authentication; version 2 adds flags and a nonce and is
+     * sent with a shared secret, so that a peer too old to authenticate refuses it by its version, naming both.
+     */
     static final int MAGIC_V1 = 0x52344A01; // "R4J" v1
+    static final int MAGIC_V2 = 0x52344A02; // "R4J" v2
     static final int PRIVATE_DATA_LENGTH = 12;
+    /** Version 2: version 1's fields, flags, the nonce (within RC's 56 bytes of connect request private data). */
+    static final int PRIVATE_DATA_V2_LENGTH = PRIVATE_DATA_LENGTH + 4 + 16;
+    static final int NONCE_BYTES = 16;
+    /** Version 2 flag: this side has a shared secret and requires the peer to prove it. */
+    static final int CONNECT_FLAG_AUTH = 1;
     /** Each slot starts with the credits returned and the flag. */
     static final int HEADER = 8;
     /** Receive slots beyond the data credits, for credit-only messages (at most 2 are ever in flight). */
     static final int EXTRA_SLOTS = 4;
     static final int FLAG_DATA = 0;
     static final int FLAG_CREDIT = 1;
+    /** A proof of the shared secret ({@link ProofExchange}): never application data. */
+    static final int FLAG_PROOF = 2;
 
-    /** What the peer announced when connecting. */
-    record PeerParameters(int maxMessageSize, int receiveDepth) {
+    /** What the peer announced when connecting; {@code nonce} is null when it does not authenticate. */
+    record PeerParameters(int maxMessageSize, int receiveDepth, byte[] nonce) {
+        boolean authenticates() {
+            return nonce != null;
+        }
     }
 
-    /** A message received in a slot: the credits it returned and its payload (null for a credit-only one). */
-    record Received(int returnedCredits, ByteBuffer payload) {
+    /**
+     * A message received in a slot: the credits it returned and its payload (null for a credit-only one); a proof's
+     * payload is the proof. A proof counts against credits as a data message does.
+     */
+    record Received(int returnedCredits, ByteBuffer payload, boolean proof) {
     }
 
     /** A message waiting for a credit. */
@@ -69,16 +87,31 @@ final class MessageChannel {
      * This side's parameters for rdma_connect / rdma_accept: its private data, and 7 transport retries; credits
      * make RNR impossible, so infinite RNR retry (7) is only a backstop.
      */
-    static RdmaCm.ConnectionParameters connectionParameters(int maxMessageSize, int receiveDepth, int responderResources,
-                                                          int initiatorDepth) {
-        return new RdmaCm.ConnectionParameters(privateData(maxMessageSize, receiveDepth), responderResources,
+    static RdmaCm.ConnectionParameters connectionParameters(int maxMessageSize, int receiveDepth, byte[] nonce,
+                                                          int responderResources, int initiatorDepth) {
+        return new RdmaCm.ConnectionParameters(privateData(maxMessageSize, receiveDepth, nonce), responderResources,
                 initiatorDepth, 7, 7);
     }
 
-    /** This side's private data: magic, max message size, receive depth. */
+    /** This side's private data without a shared secret (version 1): magic, max message size, receive depth. */
     static byte[] privateData(int maxMessageSize, int receiveDepth) {
-        return ByteBuffer.allocate(PRIVATE_DATA_LENGTH).order(ByteOrder.BIG_ENDIAN)
-                .putInt(MAGIC_V1).putInt(maxMessageSize).putInt(receiveDepth).array();
+        return privateData(maxMessageSize, receiveDepth, null);
+    }
+
+    /**
+     * This side's private data: version 1 without a nonce; with one (a shared secret) version 2, which adds the
+     * flags ({@link #CONNECT_FLAG_AUTH}) and the nonce.
+     */
+    static byte[] privateData(int maxMessageSize, int receiveDepth, byte[] nonce) {
+        if (nonce == null) {
+            return ByteBuffer.allocate(PRIVATE_DATA_LENGTH).order(ByteOrder.BIG_ENDIAN)
+                    .putInt(MAGIC_V1).putInt(maxMessageSize).putInt(receiveDepth).array();
+        }
+        if (nonce.length != NONCE_BYTES) {
+            throw new IllegalArgumentException("nonce of " + nonce.length + " bytes, expected " + NONCE_BYTES);
+        }
+        return ByteBuffer.allocate(PRIVATE_DATA_V2_LENGTH).order(ByteOrder.BIG_ENDIAN).putInt(MAGIC_V2)
+                .putInt(maxMessageSize).putInt(receiveDepth).putInt(CONNECT_FLAG_AUTH).put(nonce).array();
     }
 
     /**
@@ -92,12 +125,29 @@ final class MessageChannel {
         }
         ByteBuffer b = ByteBuffer.wrap(privateData).order(ByteOrder.BIG_ENDIAN);
         int magic = b.getInt();
-        if (magic != MAGIC_V1) {
+        if (magic != MAGIC_V1 && magic != MAGIC_V2) {
             throw new ProtocolException("peer speaks protocol 0x" + Integer.toHexString(magic) + ", this side 0x"
-                    + Integer.toHexString(MAGIC_V1) + ": use the same rdma4j version on both sides");
+                    + Integer.toHexString(MAGIC_V1) + " or 0x" + Integer.toHexString(MAGIC_V2)
+                    + ": use the same rdma4j version on both sides");
         }
         int maxMessageSize = b.getInt();
         int receiveDepth = b.getInt();
+        byte[] nonce = null;
+        if (magic == MAGIC_V2) {
+            if (privateData.length < PRIVATE_DATA_V2_LENGTH) {
+                throw new ProtocolException("peer sent " + privateData.length + " bytes of version 2 connection data,"
+                        + " expected " + PRIVATE_DATA_V2_LENGTH + ": not an rdma4j verbs peer, or a corrupted one");
+            }
+            int flags = b.getInt();
+            if ((flags & ~CONNECT_FLAG_AUTH) != 0) {
+                throw new ProtocolException("peer announced unknown connection flags 0x" + Integer.toHexString(flags)
+                        + ": use the same rdma4j version on both sides");
+            }
+            if ((flags & CONNECT_FLAG_AUTH) != 0) {
+                nonce = new byte[NONCE_BYTES];
+                b.get(nonce);
+            }
+        }
         if (maxMessageSize < 1 || maxMessageSize > Integer.MAX_VALUE - HEADER) {
             throw new ProtocolException("peer announced a max-message-size of " + maxMessageSize
                     + " bytes in its connection data: not an rdma4j verbs peer, or a corrupted one");
@@ -107,7 +157,7 @@ final class MessageChannel {
                     + VerbsOptions.MIN_RECEIVE_DEPTH + ", " + VerbsOptions.MAX_RECEIVE_DEPTH
                     + "]: not an rdma4j verbs peer, or a corrupted one");
         }
-        return new PeerParameters(maxMessageSize, receiveDepth);
+        return new PeerParameters(maxMessageSize, receiveDepth, nonce);
     }
 
     /** Posts every receive slot: before the connection can be established. */
@@ -147,6 +197,17 @@ final class MessageChannel {
         }
     }
 
+    /**
+     * Sends this side's proof of the shared secret: the first message of either side, so a credit is always there.
+     */
+    void sendProof(byte[] proof) {
+        if (credits <= 0 || !waiting.isEmpty() || freeSendSlots.isEmpty()) {
+            throw new IllegalStateException("no credit for the proof of the shared secret: it must be the first message");
+        }
+        credits--;
+        post(ByteBuffer.wrap(proof), null, FLAG_PROOF);
+    }
+
     /** A send staging slot is free again (its SEND completed). */
     void slotFreed(int slot) {
         freeSendSlots.add(slot);
@@ -175,7 +236,7 @@ final class MessageChannel {
             }
             return;
         }
-        posted.add(flag == FLAG_DATA ? "send" : "credit update", f, slot);
+        posted.add(flag == FLAG_DATA ? "send" : flag == FLAG_PROOF ? "proof" : "credit update", f, slot);
     }
 
     /** Sends waiting messages while credits last, else a credit-only message when half are owed. */
@@ -203,12 +264,12 @@ final class MessageChannel {
         // the length is checked first: a short message leaves the slot's earlier header in place
         checkLength(byteLength, flag, resources.slotSize);
         if (flag == FLAG_CREDIT) {
-            return new Received(returned, null);
+            return new Received(returned, null, false);
         }
         int length = byteLength - HEADER;
         ByteBuffer message = ByteBuffer.allocate(length);
         MemorySegment.ofBuffer(message).copyFrom(s.asSlice(HEADER, length));
-        return new Received(returned, message);
+        return new Received(returned, message, flag == FLAG_PROOF);
     }
 
     /** Checks a received message's length against its flag and the slot size, before its header is trusted. */
@@ -225,7 +286,7 @@ final class MessageChannel {
             throw new ProtocolException("peer sent a credit-only message with " + (byteLength - HEADER)
                     + " payload bytes: not an rdma4j verbs peer, or a corrupted one");
         }
-        if (flag != FLAG_DATA && flag != FLAG_CREDIT) {
+        if (flag != FLAG_DATA && flag != FLAG_CREDIT && flag != FLAG_PROOF) {
             throw new ProtocolException("peer sent a message with unknown flag " + flag
                     + ": not an rdma4j verbs peer, or a corrupted one");
         }

@@ -1,5 +1,6 @@
 package io.rdma4j.core.verbs;
 
+import io.rdma4j.core.AuthenticationException;
 import io.rdma4j.core.ConnectionClosedException;
 import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaException;
@@ -45,6 +46,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
     private final CompletionPolling polling;
     private volatile BlockingQueue<RdmaCm.Event> setupEvents;
     private Runnable onEstablished;
+    private final ProofExchange proof;
     private QueuePairResources resources;
 
     // guarded by lock
@@ -59,9 +61,10 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
     private InetSocketAddress remote;
     private InetSocketAddress local;
 
-    VerbsConnection(VerbsTransport transport, MemorySegment id) {
+    VerbsConnection(VerbsTransport transport, MemorySegment id, boolean connecting) {
         this.transport = transport;
         this.id = id;
+        this.proof = new ProofExchange(transport.config.sharedSecretValue(), connecting);
         this.polling = new CompletionPolling(transport.options.awaitSpinNanos(), this);
     }
 
@@ -92,7 +95,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
 
     RdmaCm.ConnectionParameters connectionParameters(int responderResources, int initiatorDepth) {
         return MessageChannel.connectionParameters(transport.config.maxMessageSize(), transport.options.receiveDepth(),
-                responderResources, initiatorDepth);
+                proof.ownNonce(), responderResources, initiatorDepth);
     }
 
     /** Under lock: the peer's private data read, the addresses known. */
@@ -107,6 +110,11 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         MessageChannel.PeerParameters peer = MessageChannel.peer(privateData);
         lock.lock();
         try {
+            AuthenticationException mismatch = proof.mismatch(peer, String.valueOf(RdmaCm.peerAddress(id)));
+            if (mismatch != null) {
+                RdmaCm.disconnect(id);
+                throw mismatch;
+            }
             peer(peer);
             state = State.OPEN;
             setupEvents = null;
@@ -115,13 +123,17 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         }
     }
 
-    /** Passive side, on the CM thread: create the QP and accept; {@code whenEstablished} runs on ESTABLISHED. */
-    void accept(RdmaCm.Event request, Runnable whenEstablished) {
+    /**
+     * Passive side, on the CM thread: create the QP and accept; {@code whenEstablished} runs on ESTABLISHED, and
+     * {@code handOver} then or once the peer proved the shared secret ({@link ProofExchange#established}).
+     */
+    void accept(RdmaCm.Event request, Runnable whenEstablished, Runnable handOver) {
         MessageChannel.PeerParameters peer = MessageChannel.peer(request.privateData());
         createResources();
         lock.lock();
         try {
             peer(peer);
+            proof.accepting(peer, String.valueOf(remote), handOver);
             state = State.ACCEPTING;
             onEstablished = whenEstablished;
         } finally {
@@ -141,13 +153,13 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
             return;
         }
         int type = e.type();
-        Runnable handOver = null;
+        Runnable attach = null;
         boolean unattached = false;
         lock.lock();
         try {
             if (state == State.ACCEPTING && type == RdmaCm.ESTABLISHED) {
                 state = State.OPEN;
-                handOver = onEstablished;
+                attach = onEstablished;
                 onEstablished = null;
             } else {
                 unattached = state == State.ACCEPTING;
@@ -155,8 +167,9 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         } finally {
             lock.unlock();
         }
-        if (handOver != null) {
-            handOver.run();
+        if (attach != null) {
+            attach.run();
+            proof.established(transport.config.connectTimeout(), String.valueOf(remote), this::refuse);
             return;
         }
         if (RdmaCm.endsConnection(type)) {
@@ -307,25 +320,18 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
 
     private void onReceive(int slot, int status, int byteLength) {
         if (status != WorkCompletions.SUCCESS) {
-            if (status == WorkCompletions.WR_FLUSH_ERR && transport.device.iwarp) {
-                return; // iWARP: a refusal already ends the connection (TERMINATE, then the CM disconnect)
+            RdmaException failure = WorkCompletions.receiveFailure(status, transport.device.iwarp, resources.slotSize,
+                    String.valueOf(remote));
+            if (failure instanceof ProtocolException violation) {
+                refuse(violation);
+            } else if (failure != null) {
+                beginClose(failure);
             }
-            // A flushed receive while open means the QP entered the error state on its own: as a responder
-            // after refusing a peer's one-sided request (which never completes here), or after an
-            // asynchronous error. Disconnect at once, so the peer learns it now, not at its operation timeout.
-            if (status == WorkCompletions.LOC_LEN_ERR || status == WorkCompletions.LOC_QP_OP_ERR) {
-                // what a receive reports for an incoming SEND longer than its buffer (Soft-RoCE: the latter)
-                refuse(new ProtocolException("peer sent a message that does not fit this side's receive slot of "
-                        + resources.slotSize + " bytes (" + Verbs.completionStatus(status)
-                        + "): it ignores this side's max-message-size"));
-                return;
-            }
-            beginClose(new ConnectionClosedException("receive from " + remote + " failed: " + Verbs.completionStatus(status)
-                    + (status == WorkCompletions.WR_FLUSH_ERR ? " (the queue pair entered the error state)" : "")));
             return;
         }
         MessageChannel.Received received;
         ConnectionEvents deliverTo = null;
+        boolean proven;
         try {
             received = messages.read(slot, byteLength);
             lock.lock();
@@ -333,26 +339,52 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
                 if (state == State.CLOSING || state == State.CLOSED) {
                     return;
                 }
+                // a proof before the exchange passed, anything else after it (else it throws)
+                proven = proof.check(received, String.valueOf(remote));
                 messages.accept(slot, received);
-                if (received.payload() != null) {
+                if (proven) {
+                    proof.answer(messages);
+                } else if (received.payload() != null) {
                     deliverTo = facade.deliverTo(received.payload());
                 }
             } finally {
                 lock.unlock();
             }
-        } catch (ProtocolException e) {
+        } catch (ProtocolException | AuthenticationException e) {
             refuse(e);
             return;
+        }
+        if (proven) {
+            proof.succeeded();
         }
         if (deliverTo != null) {
             deliverTo.onMessage(received.payload());
         }
     }
 
-    /** The peer broke the verbs message protocol: only this connection closes. */
-    private void refuse(ProtocolException violation) {
-        LOG.log(System.Logger.Level.WARNING, "closing " + this + ": " + violation.getMessage());
+    /**
+     * The peer broke the verbs message protocol, or failed authentication (counted as a refused peer): only this
+     * connection closes.
+     */
+    private void refuse(RdmaException violation) {
+        if (violation instanceof AuthenticationException) {
+            transport.rejected("closing " + this + ": " + violation.getMessage());
+        } else {
+            LOG.log(System.Logger.Level.WARNING, "closing " + this + ": " + violation.getMessage());
+        }
         beginClose(violation);
+    }
+
+    /**
+     * Active side, attached: proves the shared secret and waits until {@code deadlineNanos} for the listener's proof.
+     * On failure the connection is closed and the failure thrown, an {@link AuthenticationException}.
+     */
+    void authenticate(long deadlineNanos) {
+        AuthenticationException failure = proof.prove(lock, messages, deadlineNanos, String.valueOf(remote));
+        if (failure != null) {
+            beginClose(failure);
+            throw failure;
+        }
     }
 
     /**
@@ -390,6 +422,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
             if (state == State.CLOSING || state == State.CLOSED) {
                 return;
             }
+            proof.closed(cause);
             if (state != State.OPEN) {
                 // not attached yet: the setup path owns teardown
                 closeCause = cause;

@@ -32,7 +32,10 @@ final class VerbsListener implements ProviderListener {
         return id;
     }
 
-    /** On the CM thread: set up the connection and accept; it is handed over once ESTABLISHED. */
+    /**
+     * On the CM thread: set up the connection and accept; it is handed over once ESTABLISHED, with a shared secret
+     * only once the peer proved it (on the progress thread).
+     */
     void onConnectRequest(RdmaCm.Event e) {
         MemorySegment newId = e.idHandle();
         if (closed.get() || !transport.isOpen()) {
@@ -40,15 +43,14 @@ final class VerbsListener implements ProviderListener {
             RdmaCm.destroyId(newId);
             return;
         }
-        VerbsConnection c = new VerbsConnection(transport, newId);
+        VerbsConnection c = new VerbsConnection(transport, newId, false);
         transport.settingUp(c);
         transport.cmEvents.on(newId, c::onCmEvent);
         try {
             c.accept(e, () -> {
                 transport.settingUpEnded(c);
                 transport.progress.attach(c);
-                onConnection.accept(c);
-            });
+            }, () -> onConnection.accept(c));
         } catch (RuntimeException ex) {
             LOG.log(System.Logger.Level.WARNING, "rejecting connection request: " + ex.getMessage());
             RdmaCm.reject(newId);

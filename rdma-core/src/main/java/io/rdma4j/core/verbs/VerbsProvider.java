@@ -2,6 +2,7 @@ package io.rdma4j.core.verbs;
 
 import io.rdma4j.core.ProviderUnavailableException;
 import io.rdma4j.core.TransportConfig;
+import io.rdma4j.core.internal.auth.SecretProof;
 import io.rdma4j.core.metrics.TransportMetrics;
 import io.rdma4j.core.spi.Availability;
 import io.rdma4j.core.spi.ProviderTransport;
@@ -14,14 +15,13 @@ import io.rdma4j.nativeloader.discovery.SelectionResult;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 
-/** RDMA through libibverbs and librdmacm: InfiniBand, RoCE and iWARP NICs (and rxe/siw). */
+/**
+ * RDMA through libibverbs and librdmacm: InfiniBand, RoCE and iWARP NICs (and rxe/siw). With a shared secret, peers
+ * prove it to each other before any message flows ({@link ProofExchange}).
+ */
 public final class VerbsProvider implements RdmaProvider {
 
     public static final String NAME = "verbs";
-    /** Why a config with a shared secret cannot open this provider: refused, never silently unauthenticated. */
-    static final String SHARED_SECRET_UNSUPPORTED = "the verbs provider cannot enforce 'shared-secret' (peers are not"
-            + " authenticated on verbs yet): remove the shared-secret setting to use verbs unauthenticated on a trusted"
-            + " network, or set provider=tcp to require it";
 
     @Override
     public String name() {
@@ -45,6 +45,7 @@ public final class VerbsProvider implements RdmaProvider {
 
     @Override
     public ProviderTransport open(TransportConfig config, TransportMetrics metrics) {
+        SecretProof.checkSecret(config.sharedSecret());
         VerbsOptions options = VerbsOptions.from(config);
         Examination e = examine(config);
         if (e.selection() == null) {
@@ -58,9 +59,6 @@ public final class VerbsProvider implements RdmaProvider {
     }
 
     static Examination examine(TransportConfig config) {
-        if (config.sharedSecretValue().isPresent()) {
-            return new Examination(Availability.unusable(SHARED_SECRET_UNSUPPORTED), null);
-        }
         DiscoveryOptions options;
         try {
             options = options(config);

@@ -34,6 +34,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 /**
@@ -61,6 +62,7 @@ final class VerbsTransport implements ProviderTransport {
     private final Set<VerbsConnection> settingUp = ConcurrentHashMap.newKeySet();
     private final Set<VerbsListener> listeners = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicLong lastWarning = new AtomicLong(System.nanoTime() - 2_000_000_000L);
     /** Until close has closed every connection: connect requests are still accepted. */
     private volatile boolean running = true;
 
@@ -181,7 +183,7 @@ final class VerbsTransport implements ProviderTransport {
         long deadline = System.nanoTime() + timeout.toNanos();
         int timeoutMs = (int) Math.max(1, Math.min(Integer.MAX_VALUE, timeout.toMillis()));
         MemorySegment id = createId();
-        VerbsConnection c = new VerbsConnection(this, id);
+        VerbsConnection c = new VerbsConnection(this, id, true);
         BlockingQueue<RdmaCm.Event> events = new LinkedBlockingQueue<>();
         c.setupEvents(events);
         settingUp.add(c);
@@ -197,7 +199,6 @@ final class VerbsTransport implements ProviderTransport {
             c.established(established.privateData());
             settingUp.remove(c);
             progress.attach(c);
-            return c;
         } catch (RuntimeException e) {
             settingUp.remove(c);
             c.destroyUnattached();
@@ -207,6 +208,8 @@ final class VerbsTransport implements ProviderTransport {
             }
             throw new RdmaException("connect to " + address + " failed: " + e.getMessage(), e);
         }
+        c.authenticate(deadline); // attached: on failure it closes through the progress thread
+        return c;
     }
 
     private MemorySegment createId() {
@@ -241,6 +244,18 @@ final class VerbsTransport implements ProviderTransport {
     }
 
     // ---- bookkeeping for connections and listeners ----
+
+    /**
+     * Counts and logs a refused peer (one that failed authentication); warns at most once a second, so a hostile
+     * peer cannot flood the log. The message names the peer and the reason, never the secret.
+     */
+    void rejected(String what) {
+        metrics.recordRejected();
+        long now = System.nanoTime();
+        long last = lastWarning.get();
+        boolean warn = now - last > 1_000_000_000L && lastWarning.compareAndSet(last, now);
+        LOG.log(warn ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG, "rdma4j verbs rejected: " + what);
+    }
 
     void settingUp(VerbsConnection c) {
         settingUp.add(c);

@@ -1,8 +1,10 @@
 package io.rdma4j.core.verbs;
 
 import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RemoteAccessException;
+import io.rdma4j.nativeloader.Verbs;
 
 /** Turns a failed work completion status ({@code enum ibv_wc_status}) into the exception callers see. */
 final class WorkCompletions {
@@ -40,5 +42,26 @@ final class WorkCompletions {
             case REM_ABORT_ERR, REM_OP_ERR -> new ConnectionClosedException(what + "; the peer aborted the connection");
             default -> new RdmaException(what);
         };
+    }
+
+    /**
+     * Why a receive that failed with {@code status} ends the connection: a {@link ProtocolException} for a message
+     * larger than the slot, else the failure; null for a flush on iWARP, where a refusal already ends the connection
+     * (TERMINATE, then the CM disconnect).
+     */
+    static RdmaException receiveFailure(int status, boolean iwarp, int slotSize, String peer) {
+        if (status == WR_FLUSH_ERR && iwarp) {
+            return null;
+        }
+        // A flushed receive while open means the QP entered the error state on its own: as a responder
+        // after refusing a peer's one-sided request (which never completes here), or after an
+        // asynchronous error. Disconnect at once, so the peer learns it now, not at its operation timeout.
+        if (status == LOC_LEN_ERR || status == LOC_QP_OP_ERR) {
+            // what a receive reports for an incoming SEND longer than its buffer (Soft-RoCE: the latter)
+            return new ProtocolException("peer sent a message that does not fit this side's receive slot of "
+                    + slotSize + " bytes (" + Verbs.completionStatus(status) + "): it ignores this side's max-message-size");
+        }
+        return new ConnectionClosedException("receive from " + peer + " failed: " + Verbs.completionStatus(status)
+                + (status == WR_FLUSH_ERR ? " (the queue pair entered the error state)" : ""));
     }
 }

@@ -1,8 +1,6 @@
 package io.rdma4j.core.verbs;
 
 import io.rdma4j.core.ProtocolException;
-import io.rdma4j.core.ProviderUnavailableException;
-import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.internal.ProviderRegistry;
 import io.rdma4j.core.spi.Availability;
@@ -77,7 +75,7 @@ class VerbsPeerInputTest {
 
     @Test
     void unknownFlagsAndCreditMessagesWithPayloadAreRefused() {
-        for (int flag : new int[] {2, -1, 0x7fffffff}) {
+        for (int flag : new int[] {3, -1, 0x7fffffff}) {
             assertThatThrownBy(() -> MessageChannel.checkLength(MessageChannel.HEADER + 16, flag, SLOT))
                     .isInstanceOf(ProtocolException.class).hasMessageContaining("unknown flag " + flag);
         }
@@ -112,18 +110,72 @@ class VerbsPeerInputTest {
     }
 
     @Test
-    void aSharedSecretIsRefusedAtOpenNotIgnored() {
+    void privateDataWithANonceIsVersion2AndCarriesIt() {
+        byte[] nonce = new byte[MessageChannel.NONCE_BYTES];
+        for (int i = 0; i < nonce.length; i++) {
+            nonce[i] = (byte) (i * 17 + 1);
+        }
+        byte[] data = MessageChannel.privateData(4096, 8, nonce);
+        assertThat(data).hasSize(MessageChannel.PRIVATE_DATA_V2_LENGTH).hasSizeLessThanOrEqualTo(56); // RC REQ room
+        assertThat(ByteBuffer.wrap(data).getInt()).isEqualTo(MessageChannel.MAGIC_V2);
+        MessageChannel.PeerParameters p = MessageChannel.peer(data);
+        assertThat(p.authenticates()).isTrue();
+        assertThat(p.nonce()).isEqualTo(nonce);
+        assertThat(p.maxMessageSize()).isEqualTo(4096);
+        assertThat(p.receiveDepth()).isEqualTo(8);
+        byte[] padded = new byte[56];
+        System.arraycopy(data, 0, padded, 0, data.length);
+        assertThat(MessageChannel.peer(padded).nonce()).isEqualTo(nonce);
+    }
+
+    @Test
+    void privateDataWithoutANonceStaysVersion1() {
+        byte[] data = MessageChannel.privateData(4096, 8, null);
+        assertThat(data).isEqualTo(raw(MessageChannel.MAGIC_V1, 4096, 8));
+        assertThat(MessageChannel.peer(data).authenticates()).isFalse();
+        assertThat(MessageChannel.peer(data).nonce()).isNull();
+        assertThatThrownBy(() -> MessageChannel.privateData(4096, 8, new byte[5])).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void shortOrUnknownVersion2PrivateDataIsRefused() {
+        byte[] v2 = MessageChannel.privateData(4096, 8, new byte[MessageChannel.NONCE_BYTES]);
+        byte[] cut = java.util.Arrays.copyOf(v2, MessageChannel.PRIVATE_DATA_V2_LENGTH - 1);
+        assertThatThrownBy(() -> MessageChannel.peer(cut)).isInstanceOf(ProtocolException.class)
+                .hasMessageContaining("version 2 connection data");
+        // version 2 fields only, as a peer that knows version 1 alone would read as its 12 bytes
+        assertThatThrownBy(() -> MessageChannel.peer(raw(MessageChannel.MAGIC_V2, 4096, 8))).isInstanceOf(ProtocolException.class);
+        byte[] unknownFlag = v2.clone();
+        unknownFlag[15] = 3;
+        assertThatThrownBy(() -> MessageChannel.peer(unknownFlag)).isInstanceOf(ProtocolException.class)
+                .hasMessageContaining("unknown connection flags 0x3");
+        byte[] noAuth = v2.clone();
+        noAuth[15] = 0;
+        assertThat(MessageChannel.peer(noAuth).authenticates()).isFalse();
+        // a version this side does not know names both sides' versions
+        assertThatThrownBy(() -> MessageChannel.peer(raw(0x52344A03, 4096, 8))).isInstanceOf(ProtocolException.class)
+                .hasMessageContaining("0x52344a03").hasMessageContaining("0x52344a01").hasMessageContaining("0x52344a02");
+    }
+
+    @Test
+    void proofsHaveTheirOwnSlotFlag() {
+        assertThat(MessageChannel.FLAG_PROOF).isNotIn(MessageChannel.FLAG_DATA, MessageChannel.FLAG_CREDIT);
+        assertThatCode(() -> MessageChannel.checkLength(MessageChannel.HEADER + 32, MessageChannel.FLAG_PROOF, SLOT))
+                .doesNotThrowAnyException();
+    }
+
+    @Test
+    void aSharedSecretNoLongerKeepsVerbsFromOpening() {
         TransportConfig verbsWithSecret = TransportConfig.builder().provider("verbs").sharedSecret("s3cret-of-16-bytes").build();
         Availability a = new VerbsProvider().probe(verbsWithSecret);
-        assertThat(a.usable()).isFalse();
-        assertThat(a.reason()).contains("cannot enforce 'shared-secret'");
-        assertThatThrownBy(() -> RdmaTransport.open(verbsWithSecret)).isInstanceOf(ProviderUnavailableException.class)
-                .hasMessageContaining("cannot enforce 'shared-secret'").hasMessageContaining("provider=tcp");
-        // auto takes tcp, which enforces it, and says why verbs was passed over
+        // usable or not depends on this host's devices, never on the secret
+        assertThat(a.reason()).doesNotContain("shared-secret");
         TransportConfig autoWithSecret = TransportConfig.builder().sharedSecret("s3cret-of-16-bytes").build();
-        var selection = ProviderRegistry.explain(autoWithSecret);
-        assertThat(selection.provider()).isEqualTo("tcp");
-        assertThat(selection.reason()).contains("cannot enforce 'shared-secret'");
+        assertThat(ProviderRegistry.explain(autoWithSecret).reason()).doesNotContain("shared-secret");
+        // a secret too short to resist offline guessing is refused at open, as on tcp
+        TransportConfig weak = TransportConfig.builder().provider("verbs").sharedSecret("short").build();
+        assertThatThrownBy(() -> new VerbsProvider().open(weak, new io.rdma4j.core.metrics.TransportMetrics("verbs")))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("at least 16 bytes");
     }
 
     private static byte[] raw(int magic, int maxMessageSize, int receiveDepth) {

@@ -56,7 +56,7 @@ public class RdmaProperties {
     /** Largest two-sided message (directory requests and replies travel as such messages); plain numbers are bytes. */
     private DataSize maxMessageSize = DataSize.ofKilobytes(64);
 
-    /** Secret peers must prove knowledge of to connect (tcp provider); empty: no authentication. */
+    /** Secret peers must prove knowledge of to connect (tcp and verbs providers); empty: no authentication. */
     private String sharedSecret;
 
     /** Provider-specific options as "provider.key", e.g. tcp.chunk-size. */

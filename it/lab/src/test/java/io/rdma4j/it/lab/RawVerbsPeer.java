@@ -25,6 +25,10 @@ final class RawVerbsPeer implements AutoCloseable {
 
     /** rdma4j's verbs wire format, written out here so the peer does not borrow the provider's code. */
     static final int MAGIC_V1 = 0x52344A01;
+    /** Version 2: version 1's fields, flags (1: requires a proof of the shared secret), a 16-byte nonce. */
+    static final int MAGIC_V2 = 0x52344A02;
+    static final int CONNECT_FLAG_AUTH = 1;
+    static final int FLAG_PROOF = 2;
     static final int SLOT_HEADER = 8;
     static final int FLAG_DATA = 0;
     private static final int SLOTS = 8;
@@ -47,6 +51,8 @@ final class RawVerbsPeer implements AutoCloseable {
     private long nextWrId = 1;
     /** The connect's outcome: the event that ended it (ESTABLISHED, or what refused it). */
     private RdmaCm.Event outcome;
+    /** Messages the responder sent this peer (successful receive completions seen so far). */
+    private int received;
 
     private RawVerbsPeer() {
         channel = RdmaCm.createEventChannel();
@@ -57,6 +63,12 @@ final class RawVerbsPeer implements AutoCloseable {
     /** Private data as rdma4j's verbs provider writes it: magic, max message size, receive depth. */
     static byte[] privateData(int magic, int maxMessageSize, int receiveDepth) {
         return ByteBuffer.allocate(12).putInt(magic).putInt(maxMessageSize).putInt(receiveDepth).array();
+    }
+
+    /** Version 2 private data: version 1's, then {@code flags} and {@code nonce}. */
+    static byte[] privateDataV2(int maxMessageSize, int receiveDepth, int flags, byte[] nonce) {
+        return ByteBuffer.allocate(16 + nonce.length).putInt(MAGIC_V2).putInt(maxMessageSize).putInt(receiveDepth)
+                .putInt(flags).put(nonce).array();
     }
 
     /** Connects from {@code local} to {@code remote} with {@code privateData}; see {@link #outcome()}. */
@@ -125,14 +137,32 @@ final class RawVerbsPeer implements AutoCloseable {
         long deadline = System.nanoTime() + 60_000_000_000L;
         while (System.nanoTime() < deadline) {
             int n = completions.poll();
+            boolean done = false;
             for (int i = 0; i < n; i++) {
-                if (completions.wrId(i) == wrId) {
-                    return; // sent, or failed because the responder cut the connection: either is fine here
-                }
+                count(i);
+                done |= completions.wrId(i) == wrId; // sent, or failed because the responder cut the connection
+            }
+            if (done) {
+                return;
             }
             Thread.onSpinWait();
         }
         throw new AssertionError("the SEND of " + bytes.length + " bytes never completed");
+    }
+
+    /** How many messages the responder has sent this peer, its completion queue polled now. */
+    int receivedMessages() {
+        int n = completions.poll();
+        for (int i = 0; i < n; i++) {
+            count(i);
+        }
+        return received;
+    }
+
+    private void count(int i) {
+        if ((completions.wrId(i) & RECV_TAG) != 0 && completions.status(i) == 0) {
+            received++;
+        }
     }
 
     /** Waits until the connection ends (the responder disconnects); returns the event, or null past the wait. */
