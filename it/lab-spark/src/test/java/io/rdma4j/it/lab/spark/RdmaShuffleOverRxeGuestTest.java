@@ -81,6 +81,9 @@ class RdmaShuffleOverRxeGuestTest {
                 .set("spark.shuffle.rdma.provider", "verbs")
                 .set("spark.shuffle.rdma.device", device.name())
                 .set("spark.shuffle.rdma.address", device.address())
+                // Spark's authentication on: every verbs connection between the executors proves the application's secret.
+                .set("spark.authenticate", "true")
+                .set("spark.authenticate.secret", "lab-application-secret-0123456789abcdef")
                 // The emulated CPU is 10-30x slower than the host's.
                 .set("spark.shuffle.rdma.connectTimeout", "60s")
                 .set("spark.shuffle.rdma.operationTimeout", "90s")
