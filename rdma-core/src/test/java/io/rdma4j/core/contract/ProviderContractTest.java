@@ -34,6 +34,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
@@ -61,6 +62,11 @@ public abstract class ProviderContractTest {
 
     /** The provider name {@link #config()} selects. */
     protected abstract String expectedProvider();
+
+    /** The principal a handler sees for the client: empty unless the config authenticates identities. */
+    protected Optional<String> expectedPrincipal() {
+        return Optional.empty();
+    }
 
     /** Where the responder listens; loopback by default. */
     protected InetSocketAddress listenAddress() {
@@ -840,7 +846,7 @@ public abstract class ProviderContractTest {
         Peer peer = lastPeer.get();
         assertThat(peer.address().getAddress()).isEqualTo(c.localAddress().getAddress());
         assertThat(peer.provider()).isEqualTo(expectedProvider());
-        assertThat(peer.principal()).isEmpty();
+        assertThat(peer.principal()).isEqualTo(expectedPrincipal());
 
         byte[] big = new byte[config().maxMessageSize()];
         new Random(11).nextBytes(big);

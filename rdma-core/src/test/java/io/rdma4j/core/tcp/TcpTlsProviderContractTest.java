@@ -4,6 +4,7 @@ import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.contract.ProviderContractTest;
 
 import java.time.Duration;
+import java.util.Optional;
 
 /** The tcp provider over mutual TLS with a shared secret passes the provider contract unchanged. */
 class TcpTlsProviderContractTest extends ProviderContractTest {
@@ -24,5 +25,11 @@ class TcpTlsProviderContractTest extends ProviderContractTest {
     @Override
     protected String expectedProvider() {
         return "tcp";
+    }
+
+    /** Mutual TLS: the handler sees the client certificate's subject. */
+    @Override
+    protected Optional<String> expectedPrincipal() {
+        return Optional.of("CN=member");
     }
 }
