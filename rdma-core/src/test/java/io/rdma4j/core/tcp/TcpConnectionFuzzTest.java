@@ -37,7 +37,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * between canary bytes ({@value #CANARY}) that the fuzzer never sends, so a canary byte in served data or a
  * changed canary is an access outside a region.
  *
- * <p>The test command sends a million frames (about 40 s on 2 cores); {@code -Drdma4j.fuzz.frames=N} changes that,
+ * <p>The test command sends a million frames (about 25 s on 2 cores); {@code -Drdma4j.fuzz.frames=N} changes that,
  * {@code -Drdma4j.fuzz.seed=N} replays one run.
  */
 @Timeout(value = 30, unit = TimeUnit.MINUTES)
