@@ -32,6 +32,34 @@ class ProviderSelectionTest {
     void namedProviderIsReportedAsConfigured() {
         ProviderSelection s = ProviderRegistry.explain(TransportConfig.builder().provider("tcp").build());
         assertThat(s.reason()).startsWith("configured: ");
+        assertThat(s.summary()).isEqualTo("configured: software emulation over TCP");
+        assertThat(s).hasToString("tcp (configured: software emulation over TCP)");
+    }
+
+    @Test
+    void summaryIsOneShortLineAndTheDetailsStayInTheReason() {
+        TransportConfig config = TransportConfig.defaults();
+        ProviderSelection s = ProviderRegistry.explain(config);
+        RdmaProvider verbs = ProviderRegistry.providers().getFirst();
+        var verbsHere = verbs.probe(config);
+        if (s.provider().equals("tcp")) {
+            assertThat(verbsHere.usable()).isFalse();
+            assertThat(s.summary()).isEqualTo("auto: " + verbsHere.summary() + "; run rdma4j-doctor.jar for details");
+        } else {
+            assertThat(s.summary()).isEqualTo("auto: " + verbsHere.summary());
+        }
+        assertThat(s.toString()).hasSizeLessThan(100).doesNotContain("\n").doesNotContain("memlock")
+                .isEqualTo(s.provider() + " (" + s.summary() + ")");
+        assertThat(s.reason()).contains(verbsHere.reason());
+    }
+
+    @Test
+    void sharedSecretFallsBackToTcpWithAShortReasonOnEveryHost() {
+        ProviderSelection s = ProviderRegistry.explain(TransportConfig.builder().sharedSecret("sixteen-bytes-secret").build());
+        assertThat(s).hasToString("tcp (auto: shared-secret is set and verbs cannot enforce it; run rdma4j-doctor.jar for"
+                + " details)");
+        assertThat(s.reason()).startsWith("auto: verbs unusable: the verbs provider cannot enforce 'shared-secret'")
+                .endsWith("software provider: no RDMA device needed");
     }
 
     @Test
