@@ -397,6 +397,8 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         close(CloseOptions.timeout(Duration.ofSeconds(30)));
     }
 
+    /** @deprecated as in {@link Consumer#close(Duration)}: use {@link #close(CloseOptions)}. */
+    @Deprecated
     @Override
     public void close(Duration timeout) {
         close(CloseOptions.timeout(timeout));
