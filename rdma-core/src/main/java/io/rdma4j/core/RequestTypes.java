@@ -13,6 +13,8 @@ package io.rdma4j.core;
  */
 public final class RequestTypes {
 
+    /** rdma4j core: the doctor's fabric check ({@code --ping}) asks a {@code --serve} doctor for its provider and test region. */
+    public static final int DOCTOR_HELLO = 0x0001;
     /** Kafka: the segments of a topic-partition from an offset (the log exporter's directory). */
     public static final int KAFKA_DIRECTORY = 0x0100;
     /** Spark: the region descriptors of map outputs on an executor. */

@@ -32,6 +32,33 @@ class ProviderSelectionTest {
     void namedProviderIsReportedAsConfigured() {
         ProviderSelection s = ProviderRegistry.explain(TransportConfig.builder().provider("tcp").build());
         assertThat(s.reason()).startsWith("configured: ");
+        assertThat(s.summary()).isEqualTo("configured: software emulation over TCP");
+        assertThat(s).hasToString("tcp (configured: software emulation over TCP)");
+    }
+
+    @Test
+    void summaryIsOneShortLineAndTheDetailsStayInTheReason() {
+        TransportConfig config = TransportConfig.defaults();
+        ProviderSelection s = ProviderRegistry.explain(config);
+        RdmaProvider verbs = ProviderRegistry.providers().getFirst();
+        var verbsHere = verbs.probe(config);
+        if (s.provider().equals("tcp")) {
+            assertThat(verbsHere.usable()).isFalse();
+            assertThat(s.summary()).isEqualTo("auto: " + verbsHere.summary() + "; run rdma4j-doctor.jar for details");
+        } else {
+            assertThat(s.summary()).isEqualTo("auto: " + verbsHere.summary());
+        }
+        assertThat(s.toString()).hasSizeLessThan(100).doesNotContain("\n").doesNotContain("memlock")
+                .isEqualTo(s.provider() + " (" + s.summary() + ")");
+        assertThat(s.reason()).contains(verbsHere.reason());
+    }
+
+    @Test
+    void aSharedSecretDoesNotChangeWhatAutoChooses() {
+        ProviderSelection plain = ProviderRegistry.explain(TransportConfig.defaults());
+        ProviderSelection withSecret = ProviderRegistry.explain(TransportConfig.builder().sharedSecret("sixteen-bytes-secret").build());
+        assertThat(withSecret.provider()).as("both providers enforce the secret").isEqualTo(plain.provider());
+        assertThat(withSecret.summary()).isEqualTo(plain.summary());
     }
 
     @Test

@@ -417,6 +417,8 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         close(Duration.ofSeconds(30));
     }
 
+    /** @deprecated as in {@link Consumer#close(Duration)}: use {@link #close(CloseOptions)}. */
+    @Deprecated
     @Override
     @SuppressWarnings("deprecation")
     public void close(Duration timeout) {

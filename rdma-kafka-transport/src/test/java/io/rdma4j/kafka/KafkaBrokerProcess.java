@@ -125,10 +125,16 @@ public final class KafkaBrokerProcess implements AutoCloseable {
         return Files.readString(log, StandardCharsets.UTF_8);
     }
 
+    /** Never throws InterruptedException, so try-with-resources cannot swallow an interrupt. */
     @Override
-    public void close() throws InterruptedException {
+    public void close() {
         if (process != null) {
-            stop(process);
+            try {
+                stop(process);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while stopping the broker process", e);
+            }
         }
     }
 

@@ -60,8 +60,16 @@ public final class KafkaTestCluster implements AutoCloseable {
         return p;
     }
 
+    /** Never throws InterruptedException, so try-with-resources cannot swallow an interrupt. */
     @Override
-    public void close() throws Exception {
-        kit.close();
+    public void close() {
+        try {
+            kit.close();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while stopping the Kafka test cluster", e);
+        } catch (Exception e) {
+            throw new IllegalStateException("the Kafka test cluster did not stop cleanly: " + e, e);
+        }
     }
 }

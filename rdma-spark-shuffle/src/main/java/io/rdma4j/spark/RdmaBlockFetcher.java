@@ -275,7 +275,7 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             } catch (Exception e) {
                 runtime.forget(peerId, connection);
                 throw new PlanningFailed(new PlanFailure(peer, wanted.getFirst(),
-                        "RDMA read of map output index entries from executor " + peerId + " failed: " + e, e));
+                        "one-sided read of map output index entries from executor " + peerId + " failed: " + e, e));
             }
             for (Meta m : metas) {
                 long[] entries = new long[m.maxReduce() - m.minReduce() + 2];
@@ -435,7 +435,7 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             if (result.failure() != null) {
                 runtime.forget(batch.executorId(), batch.connection());
                 throw fetchFailed(range.peer(), new Wanted(range.blocks().getFirst(), range.mapIndex()),
-                        "RDMA read of shuffle blocks from executor " + batch.executorId() + " failed: " + result.failure(), result.failure());
+                        "one-sided read of shuffle blocks from executor " + batch.executorId() + " failed: " + result.failure(), result.failure());
             }
             MemorySegment rangeBytes = result.bytes();
             for (int i = 0; i < range.blocks().size(); i++) {

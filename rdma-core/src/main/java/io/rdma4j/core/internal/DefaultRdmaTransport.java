@@ -40,6 +40,7 @@ import java.util.function.Consumer;
 final class DefaultRdmaTransport implements RdmaTransport {
 
     private static final System.Logger LOG = System.getLogger(RdmaTransport.class.getName());
+    private static final Set<String> ANNOUNCED = ConcurrentHashMap.newKeySet();
 
     private final TransportConfig config;
     private final ProviderSelection selection;
@@ -68,7 +69,10 @@ final class DefaultRdmaTransport implements RdmaTransport {
 
     static RdmaTransport open(TransportConfig config) {
         DefaultRdmaTransport t = new DefaultRdmaTransport(config, ProviderRegistry.open(providerConfig(config)));
-        LOG.log(System.Logger.Level.INFO, "rdma4j transport on provider " + t.selection);
+        // One line per process and choice: components that open several transports do not repeat it.
+        String line = "rdma4j transport on provider " + t.selection;
+        LOG.log(ANNOUNCED.add(line) ? System.Logger.Level.INFO : System.Logger.Level.DEBUG, line);
+        LOG.log(System.Logger.Level.DEBUG, () -> "rdma4j provider choice in detail: " + t.selection.reason());
         return t;
     }
 
@@ -176,10 +180,10 @@ final class DefaultRdmaTransport implements RdmaTransport {
         }
     }
 
-    /** The live local region containing {@code segment} with {@code right} (any right when null). */
     /** The region {@link #localRegion} found last; only a hint, re-checked on every use. */
     private volatile DefaultRegion lastLocalRegion;
 
+    /** The live local region containing {@code segment} with {@code right} (any right when null). */
     DefaultRegion localRegion(MemorySegment segment, Access right) {
         if (!segment.isNative()) {
             throw new IllegalArgumentException("local buffers of RDMA operations must be native memory inside a registered region");

@@ -39,8 +39,9 @@ public final class DefaultTransportFactory implements RdmaTransportFactory {
         }
         try {
             ProviderSelection s = ProviderRegistry.explain(config);
+            // the details are printed above, once
             out.append("provider=").append(config.provider()).append(" chooses ").append(s.provider()).append(": ")
-                    .append(s.reason()).append(System.lineSeparator());
+                    .append(s.summary().replace("; " + ProviderSelection.DOCTOR_HINT, "")).append(System.lineSeparator());
         } catch (RuntimeException e) {
             out.append("provider=").append(config.provider()).append(" chooses nothing: ").append(e.getMessage())
                     .append(System.lineSeparator());

@@ -17,6 +17,8 @@ import java.util.stream.Collectors;
 /** Finds providers with {@link ServiceLoader} and applies the {@code auto}/named selection rules. */
 public final class ProviderRegistry {
 
+    private static final System.Logger LOG = System.getLogger(ProviderRegistry.class.getName());
+
     private ProviderRegistry() {
     }
 
@@ -30,39 +32,72 @@ public final class ProviderRegistry {
 
     /** What {@code auto} (or the named provider) would choose here, without opening anything. */
     public static ProviderSelection explain(TransportConfig config) {
-        List<String> notes = new ArrayList<>();
+        Notes notes = new Notes();
         for (RdmaProvider p : candidates(config)) {
             Availability a = p.probe(config);
             if (a.usable()) {
-                return new ProviderSelection(p.name(), describe(config, notes, a));
+                return notes.selection(config, p, a);
             }
-            notes.add(p.name() + " unusable: " + a.reason());
+            notes.unusable(p, a);
         }
-        throw new ProviderUnavailableException(String.join("; ", notes));
+        throw new ProviderUnavailableException(notes.details());
     }
 
     record Opened(ProviderSelection selection, ProviderTransport transport, TransportMetrics metrics) {
     }
 
     static Opened open(TransportConfig config) {
-        List<String> notes = new ArrayList<>();
+        Notes notes = new Notes();
         for (RdmaProvider p : candidates(config)) {
             Availability a = p.probe(config);
             if (!a.usable()) {
-                notes.add(p.name() + " unusable: " + a.reason());
+                notes.unusable(p, a);
                 continue;
             }
             TransportMetrics metrics = new TransportMetrics(p.name());
             try {
-                return new Opened(new ProviderSelection(p.name(), describe(config, notes, a)), p.open(config, metrics), metrics);
+                ProviderTransport transport = p.open(config, metrics);
+                return new Opened(notes.selection(config, p, a), transport, metrics);
             } catch (ProviderUnavailableException e) {
                 if (!TransportConfig.AUTO.equals(config.provider())) {
                     throw e;
                 }
-                notes.add(p.name() + " failed to open: " + e.getMessage());
+                // Usable by the probe yet failing to open is a problem on this host, worth a line of its own.
+                LOG.log(System.Logger.Level.WARNING, "rdma4j: " + p.name() + " failed to open, trying the next provider: "
+                        + e.getMessage());
+                notes.failed(p, e);
             }
         }
-        throw new ProviderUnavailableException("no rdma4j provider can run here: " + String.join("; ", notes));
+        throw new ProviderUnavailableException("no rdma4j provider can run here: " + notes.details());
+    }
+
+    /** Why the providers before the chosen one were passed over, in the short and the detailed form. */
+    private static final class Notes {
+        private final List<String> summaries = new ArrayList<>();
+        private final List<String> details = new ArrayList<>();
+
+        void unusable(RdmaProvider p, Availability a) {
+            summaries.add(a.summary());
+            details.add(p.name() + " unusable: " + a.reason());
+        }
+
+        void failed(RdmaProvider p, ProviderUnavailableException e) {
+            summaries.add(p.name() + " failed to open");
+            details.add(p.name() + " failed to open: " + e.getMessage());
+        }
+
+        String details() {
+            return String.join("; ", details);
+        }
+
+        ProviderSelection selection(TransportConfig config, RdmaProvider chosen, Availability a) {
+            String mode = TransportConfig.AUTO.equals(config.provider()) ? "auto" : "configured";
+            String reason = mode + ": " + (details.isEmpty() ? "" : details() + "; ") + a.reason();
+            String summary = summaries.isEmpty()
+                    ? mode + ": " + a.summary()
+                    : mode + ": " + String.join("; ", summaries) + "; " + ProviderSelection.DOCTOR_HINT;
+            return new ProviderSelection(chosen.name(), reason, summary);
+        }
     }
 
     private static List<RdmaProvider> candidates(TransportConfig config) {
@@ -76,10 +111,5 @@ public final class ProviderRegistry {
                     + all.stream().map(RdmaProvider::name).collect(Collectors.joining(", ")));
         }
         return named;
-    }
-
-    private static String describe(TransportConfig config, List<String> notes, Availability chosen) {
-        String mode = TransportConfig.AUTO.equals(config.provider()) ? "auto" : "configured";
-        return mode + ": " + (notes.isEmpty() ? "" : String.join("; ", notes) + "; ") + chosen.reason();
     }
 }

@@ -27,7 +27,7 @@ public final class TcpProvider implements RdmaProvider {
 
     @Override
     public Availability probe(TransportConfig config) {
-        return Availability.usable("software provider: no RDMA device needed");
+        return Availability.usable("software emulation over TCP", "software provider: no RDMA device needed");
     }
 
     @Override

@@ -39,7 +39,7 @@ public final class VerbsProvider implements RdmaProvider {
         try {
             return examine(config).availability();
         } catch (RuntimeException e) {
-            return Availability.unusable("verbs probe failed: " + e);
+            return Availability.unusable("verbs probe failed (" + e.getClass().getSimpleName() + ")", "verbs probe failed: " + e);
         }
     }
 
@@ -63,27 +63,29 @@ public final class VerbsProvider implements RdmaProvider {
         try {
             options = options(config);
         } catch (IllegalArgumentException e) {
-            return new Examination(Availability.unusable(e.getMessage()), null);
+            return new Examination(Availability.unusable("bad verbs option", e.getMessage()), null);
         }
         DiscoveryReport report = DiscoveryReport.forThisHost(options);
         NativeStatus natives = report.natives().orElseThrow();
         if (natives.libraryProblem().isPresent()) {
-            return new Examination(Availability.unusable(natives.libraryProblem().get()), null);
+            return new Examination(Availability.unusable("RDMA libraries not installed", natives.libraryProblem().get()), null);
         }
         if (natives.callProblem().isPresent()) {
-            return new Examination(Availability.unusable(natives.describe()), null);
+            return new Examination(Availability.unusable("RDMA libraries failed", natives.describe()), null);
         }
         if (natives.verbs().orElseThrow().none()) {
-            return new Examination(Availability.unusable("no RDMA devices: " + natives.verbs().get().describe()
+            return new Examination(Availability.unusable("no RDMA device found", "no RDMA devices: " + natives.verbs().get().describe()
                     + advice(report)), null);
         }
         if (!natives.rdmaCm().orElseThrow().available()) {
-            return new Examination(Availability.unusable(natives.rdmaCm().get().describe()
+            return new Examination(Availability.unusable("rdma_cm unavailable", natives.rdmaCm().get().describe()
                     + ": load it with `modprobe rdma_ucm`" + advice(report)), null);
         }
         return switch (report.selection()) {
-            case SelectionResult.Selection s -> new Examination(Availability.usable(s.reason()), s);
-            case SelectionResult.NoUsableDevice n -> new Examination(Availability.unusable(n.reason() + advice(report)), null);
+            case SelectionResult.Selection s -> new Examination(Availability.usable(s.device().name() + " port "
+                    + s.port().number() + ", " + s.transport(), s.reason()), s);
+            case SelectionResult.NoUsableDevice n -> new Examination(Availability.unusable("no usable RDMA port",
+                    n.reason() + advice(report)), null);
         };
     }
 

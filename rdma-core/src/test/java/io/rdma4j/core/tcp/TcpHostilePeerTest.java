@@ -314,6 +314,7 @@ class TcpHostilePeerTest {
     }
 
     @Test
+    @SuppressWarnings("try") // the peer closes inside its try on purpose: the flooder must fail before the join
     void readRequestsWhoseResponsesAreNeverReadStopTheRespondersReadingAndASecondPeerIsServed() throws Exception {
         RdmaTransport server = open(b -> b.providerOption("tcp.max-unsent-responses", "256"));
         RdmaListener listener = server.listen(LOOPBACK);
@@ -337,6 +338,7 @@ class TcpHostilePeerTest {
     }
 
     @Test
+    @SuppressWarnings("try") // the peer closes inside its try on purpose: the flooder must fail before the join
     void inboxFloodStopsReadingUntilTheApplicationReceives() throws Exception {
         RdmaTransport server = open(b -> b.providerOption("tcp.max-inbox-bytes", "256k"));
         BlockingQueue<RdmaConnection> accepted = new LinkedBlockingQueue<>();

@@ -32,6 +32,7 @@ class CompletionPollingTest {
     static final ConcurrentLinkedQueue<Long> READY = new ConcurrentLinkedQueue<>();
     static final AtomicInteger NOTIFIES = new AtomicInteger();
 
+    @SuppressWarnings("restricted") // stands in for libibverbs: its upcalls see raw completion memory
     static int pollCq(MemorySegment cq, int n, MemorySegment wc) {
         MemorySegment entries = wc.reinterpret(n * ibv_wc.sizeof());
         int found = 0;
@@ -69,6 +70,7 @@ class CompletionPollingTest {
         completions = new Completions(VerbsOps.ofCompletionQueue(cq), arena, 4);
     }
 
+    @SuppressWarnings("restricted") // the fake completion queue's function pointers
     MemorySegment stub(String name, FunctionDescriptor d) throws Exception {
         var mh = MethodHandles.lookup().findStatic(CompletionPollingTest.class, name, d.toMethodType());
         return Linker.nativeLinker().upcallStub(mh, d, arena);

@@ -19,26 +19,39 @@ import java.util.Optional;
  * @param selection the automatic choice, or why there is none
  * @param memlock   RLIMIT_MEMLOCK, when readable
  * @param natives   what libibverbs / librdmacm say, when probed
+ * @param kernel    which soft-RDMA modules the running kernel has
  * @param advice    concrete fixes, most important first
  */
 public record DiscoveryReport(SysfsScanner.Snapshot snapshot, DiscoveryOptions options, SelectionResult selection,
-                              Optional<MemlockLimit> memlock, Optional<NativeStatus> natives, List<String> advice) {
+                              Optional<MemlockLimit> memlock, Optional<NativeStatus> natives, KernelModules kernel,
+                              List<String> advice) {
 
     public DiscoveryReport {
         advice = List.copyOf(advice);
     }
 
-    /** Scans the real host ({@code /}), probes the native libraries and reads this process's memlock limit. */
+    /**
+     * Scans the real host ({@code /}), probes the native libraries and reads this process's memlock limit and the
+     * kernel's soft-RDMA modules.
+     */
     public static DiscoveryReport forThisHost(DiscoveryOptions options) {
-        return create(SysfsScanner.host().scan(), options, MemlockLimit.current(), Optional.of(NativeStatus.probe()));
+        return create(SysfsScanner.host().scan(), options, MemlockLimit.current(), Optional.of(NativeStatus.probe()),
+                KernelModules.scan(Path.of("/")));
     }
 
-    /** Builds a report from given inputs (tests pass fixture snapshots and limits). */
+    /** Builds a report from given inputs, the kernel's modules unknown. */
     public static DiscoveryReport create(SysfsScanner.Snapshot snapshot, DiscoveryOptions options,
                                          Optional<MemlockLimit> memlock, Optional<NativeStatus> natives) {
+        return create(snapshot, options, memlock, natives, KernelModules.unknown());
+    }
+
+    /** Builds a report from given inputs (tests pass fixture snapshots, limits and modules). */
+    public static DiscoveryReport create(SysfsScanner.Snapshot snapshot, DiscoveryOptions options,
+                                         Optional<MemlockLimit> memlock, Optional<NativeStatus> natives,
+                                         KernelModules kernel) {
         SelectionResult selection = DeviceSelector.select(snapshot, options);
-        return new DiscoveryReport(snapshot, options, selection, memlock, natives,
-                advise(snapshot, options, selection, memlock, natives));
+        return new DiscoveryReport(snapshot, options, selection, memlock, natives, kernel,
+                advise(snapshot, options, selection, memlock, natives, kernel));
     }
 
     public Optional<Selection> chosen() {
@@ -46,15 +59,26 @@ public record DiscoveryReport(SysfsScanner.Snapshot snapshot, DiscoveryOptions o
     }
 
     private static List<String> advise(SysfsScanner.Snapshot snapshot, DiscoveryOptions options, SelectionResult selection,
-                                       Optional<MemlockLimit> memlock, Optional<NativeStatus> natives) {
+                                       Optional<MemlockLimit> memlock, Optional<NativeStatus> natives,
+                                       KernelModules kernel) {
         List<String> advice = new ArrayList<>();
         natives.flatMap(NativeStatus::libraryProblem).ifPresent(advice::add);
         String netdev = options.interfaceName().orElse("eth0");
+        // Soft-RoCE needs rdma_rxe: where the kernel has none, modprobe cannot help, the lab's guest kernel can.
+        String noRxe = "this kernel (" + kernel.release().orElse("?") + ") has no " + KernelModules.RXE + " module"
+                + (kernel.moduleDir() ? "" : " (no /lib/modules/" + kernel.release().orElse("?") + ")")
+                + ", so Soft-RoCE cannot run here: rdma4j runs on its tcp provider; to try the verbs provider without"
+                + " an RDMA NIC, use the soft-RDMA lab (a QEMU guest with Soft-RoCE and soft-iWARP):"
+                + " `it/lab/rdma-lab.sh setup` as root, see it/lab/README.md";
         if (!snapshot.infinibandClassPresent()) {
-            advice.add("no " + "/" + SysfsScanner.CLASS_PATH + ": load a driver or use Soft-RoCE: `modprobe rdma_rxe`"
+            advice.add(kernel.lacks(KernelModules.RXE)
+                    ? "no /" + SysfsScanner.CLASS_PATH + " (no RDMA driver loaded); " + noRxe
+                    : "no /" + SysfsScanner.CLASS_PATH + ": load a driver or use Soft-RoCE: `modprobe rdma_rxe`"
                     + " then `rdma link add rxe0 type rxe netdev " + netdev + "`");
         } else if (snapshot.devices().isEmpty()) {
-            advice.add("no RDMA devices: load the NIC's RDMA driver (mlx5_ib, irdma, ...) or add Soft-RoCE: "
+            advice.add(kernel.lacks(KernelModules.RXE)
+                    ? "no RDMA devices: load the NIC's RDMA driver (mlx5_ib, irdma, ...); " + noRxe
+                    : "no RDMA devices: load the NIC's RDMA driver (mlx5_ib, irdma, ...) or add Soft-RoCE: "
                     + "`rdma link add rxe0 type rxe netdev " + netdev + "`");
         }
         for (RdmaDevice d : snapshot.devices()) {
@@ -77,7 +101,10 @@ public record DiscoveryReport(SysfsScanner.Snapshot snapshot, DiscoveryOptions o
         if (selection instanceof NoUsableDevice n && !snapshot.devices().isEmpty()) {
             advice.add("nothing usable: " + n.reason());
         }
-        memlock.flatMap(MemlockLimit::advice).ifPresent(advice::add);
+        if (!snapshot.devices().isEmpty()) {
+            // only verbs registers memory with the kernel: without a device the limit does not matter
+            memlock.flatMap(MemlockLimit::advice).ifPresent(advice::add);
+        }
         return advice;
     }
 
@@ -111,6 +138,7 @@ public record DiscoveryReport(SysfsScanner.Snapshot snapshot, DiscoveryOptions o
             case NoUsableDevice n -> "selected: nothing: " + n.reason();
         });
         out.add("memlock: " + memlock.map(MemlockLimit::toString).orElse("unknown (no /proc/self/limits)"));
+        out.add("soft-RDMA kernel modules: " + kernel.describe());
         if (advice.isEmpty()) {
             out.add("advice: none, this host looks ready");
         } else {

@@ -40,7 +40,7 @@ public record RdmaStatus(State state, Map<String, Object> details, Throwable fai
         ProviderSelection selection = transport.selection();
         Map<String, Object> details = new LinkedHashMap<>();
         details.put("provider", selection.provider());
-        details.put("reason", selection.reason());
+        details.put("reason", selection.summary());  // the full story is the doctor's and DEBUG's
         if (transport instanceof UnavailableRdmaTransport unavailable) {
             details.put("error", unavailable.failure().getMessage());
             details.put("mode", WITHOUT_RDMA_MODE);

@@ -43,6 +43,7 @@ class KafkaRdmaBenchmark {
     }
 
     @Test
+    @SuppressWarnings("try") // KafkaClusterTestKit.close() declares Exception; the test passes everything on
     void rdmaVersusPlain() throws Exception {
         try (KafkaClusterTestKit kit = new KafkaClusterTestKit.Builder(new TestKitNodes.Builder().setCombined(true)
                 .setNumBrokerNodes(1).setNumControllerNodes(1).build())

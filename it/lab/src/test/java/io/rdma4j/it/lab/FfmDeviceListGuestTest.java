@@ -18,6 +18,7 @@ import org.junit.jupiter.api.Test;
  * The smallest JDK 25 FFM round trip into libibverbs: {@code ibv_get_device_list} must name both lab
  * devices. Only opaque pointers and C strings cross the boundary, so no struct layout is involved.
  */
+@SuppressWarnings("restricted") // calls libibverbs directly, by design: no bindings in between
 class FfmDeviceListGuestTest {
 
     private final LabDevice device = LabDevice.current();

@@ -56,9 +56,13 @@ public final class SparkShuffleSample {
                     }
                 }
             });
-            List<Integer> ids = IntStream.range(0, records).boxed().collect(Collectors.toList());
+            // Each task makes its slice of the ids: shipping millions of them from the driver makes huge tasks.
+            int slices = 8;
+            List<Integer> sliceIds = IntStream.range(0, slices).boxed().collect(Collectors.toList());
             long start = System.nanoTime();
-            List<Tuple2<Long, Integer>> top = sc.parallelize(ids, 8)
+            List<Tuple2<Long, Integer>> top = sc.parallelize(sliceIds, slices)
+                    .flatMap(s -> IntStream.range((int) ((long) records * s / slices), (int) ((long) records * (s + 1) / slices))
+                            .iterator())
                     .mapToPair(i -> new Tuple2<>("word-" + (i * 2654435761L % 50_000), 1))
                     .reduceByKey(Integer::sum, 8)
                     .mapToPair(t -> new Tuple2<>((long) t._2(), t._1().hashCode()))

@@ -1,0 +1,96 @@
+package io.rdma4j.core;
+
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * {@code Doctor --serve}: publishes a registered test region and answers the {@link RequestTypes#DOCTOR_HELLO}
+ * request of each pinger with this side's provider and the region's descriptor, until the process is stopped.
+ */
+final class FabricServer {
+
+    private FabricServer() {
+    }
+
+    static int serve(TransportConfig config, String target, PrintStream out, PrintStream err) {
+        InetSocketAddress requested;
+        try {
+            String wildcard = config.localAddress() != null ? config.localAddress() : "0.0.0.0";
+            requested = FabricWire.parse(target == null ? "" : target, wildcard);
+        } catch (IllegalArgumentException e) {
+            err.println("rdma4j doctor: --serve " + e.getMessage());
+            return Doctor.BAD_ARGUMENTS;
+        }
+        InetSocketAddress address = new InetSocketAddress(requested.getHostString(), requested.getPort());
+        if (address.isUnresolved()) {
+            err.println("rdma4j doctor: cannot resolve '" + requested.getHostString() + "' to listen on: give this host's"
+                    + " IP address, e.g. --serve 10.0.0.5:" + Doctor.DEFAULT_PORT);
+            return Doctor.BAD_ARGUMENTS;
+        }
+        RdmaTransport transport;
+        try {
+            transport = RdmaTransport.open(config);
+        } catch (ProviderUnavailableException e) {
+            err.println("rdma4j doctor: cannot open the transport here: " + e.getMessage()
+                    + " (run the doctor without --serve for this host's report)");
+            return Doctor.CANNOT_RUN_HERE;
+        } catch (IllegalArgumentException e) {
+            err.println("rdma4j doctor: " + e.getMessage());
+            return Doctor.BAD_ARGUMENTS;
+        }
+        Arena arena = Arena.ofShared();
+        RdmaListener listener;
+        try {
+            MemorySegment memory = arena.allocate(FabricWire.REGION_BYTES, 4096);
+            FabricWire.fill(memory);
+            RegisteredRegion region = transport.register(memory, Access.remoteRead());
+            Map<String, String> hello = new LinkedHashMap<>();
+            hello.put("doctor", FabricWire.VERSION);
+            hello.put("host", FabricWire.hostName());
+            hello.put("provider", transport.provider());
+            hello.put("selection", transport.selection().toString());
+            hello.put("region", HexFormat.of().formatHex(region.descriptor().toBytes()));
+            listener = transport.listen(address, RequestHandlers.of(RequestTypes.DOCTOR_HELLO,
+                    RequestHandler.answering((body, context) -> {
+                        Map<String, String> pinger = FabricWire.decode(body);
+                        InetSocketAddress from = context.peer().address();
+                        out.println("ping from " + pinger.getOrDefault("host", "?") + " (" + from.getAddress().getHostAddress()
+                                + ":" + from.getPort() + "), "
+                                + pinger.getOrDefault("selection", context.peer().provider()));
+                        return FabricWire.encode(hello);
+                    })));
+        } catch (RuntimeException e) {
+            err.println("rdma4j doctor: cannot serve on " + address + " with " + transport.provider() + ": " + e.getMessage()
+                    + (e instanceof RegistrationException ? "" : " (is the address this host's and the port free?)"));
+            transport.close();
+            arena.close();
+            return Doctor.CANNOT_RUN_HERE;
+        }
+        InetSocketAddress bound = listener.localAddress();
+        String reachAs = bound.getAddress().isAnyLocalAddress() ? FabricWire.hostName() : bound.getAddress().getHostAddress();
+        out.println("rdma4j doctor serving on " + bound.getAddress().getHostAddress() + ":" + bound.getPort() + " via "
+                + transport.selection());
+        out.println("on the other host run: java -jar rdma4j-doctor.jar --ping " + reachAs + ":" + bound.getPort()
+                + " (with the same provider and shared-secret options); stop this one with Ctrl-C");
+        out.flush();
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            listener.close();
+            transport.close();
+            arena.close();
+            stopped.countDown();
+        }, "rdma4j-doctor-stop"));
+        try {
+            stopped.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return Doctor.OK;
+    }
+}
