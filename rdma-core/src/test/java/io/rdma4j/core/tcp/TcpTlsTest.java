@@ -4,10 +4,7 @@ import io.rdma4j.core.RdmaException;
 import java.net.ServerSocket;
 import java.io.ByteArrayOutputStream;
 import javax.net.ssl.TrustManager;
-import javax.net.ssl.X509ExtendedTrustManager;
-import javax.net.ssl.SSLEngine;
 import java.security.cert.Certificate;
-import java.security.cert.X509Certificate;
 import io.rdma4j.core.RequestTypes;
 import io.rdma4j.core.RequestHandler;
 import io.rdma4j.core.RequestHandlers;
@@ -45,6 +42,7 @@ import java.nio.file.Path;
 import java.security.KeyStore;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -192,11 +190,11 @@ class TcpTlsTest {
         RdmaTransport server = open(tls(member).andThen(b -> b.sharedSecret(SECRET)));
         RdmaListener listener = server.listen(LOOPBACK);
         RdmaTransport client = open(tls(member).andThen(b -> b.sharedSecret(SECRET)));
-        Relay relay = new Relay(listener.localAddress());
+        Forwarder relay = Forwarder.relay(listener.localAddress());
         closing.add(relay);
         Throwable relayed = failure(client.connect(relay.address()));
         assertThat(relayed).isInstanceOf(AuthenticationException.class).hasMessageContaining("shared secret");
-        assertThat(relay.forwarded).as("the relay carried the handshake").isPositive();
+        assertThat(relay.seen()).as("the relay carried the handshake").isNotEmpty();
         assertThat(server.metrics().openConnections()).isZero();
         assertReads(client, listener.localAddress(), published(server, 4096));
     }
@@ -265,12 +263,12 @@ class TcpTlsTest {
         KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
         kmf.init(keys, new char[0]);
         SSLContext context = SSLContext.getInstance("TLSv1.3");
-        context.init(kmf.getKeyManagers(), new TrustManager[] {new TrustingAnything()}, null);
-        Relay relay = new Relay(listener.localAddress(), context, false);
+        context.init(kmf.getKeyManagers(), new TrustManager[] {new TcpTls.UncheckedCertificates()}, null);
+        Forwarder relay = Forwarder.relay(listener.localAddress(), context, false);
         closing.add(relay);
         assertThat(failure(open(secretTls(SECRET)).connect(relay.address())))
                 .isInstanceOf(AuthenticationException.class).hasMessageContaining("shared secret");
-        assertThat(relay.forwarded).as("the relay carried the handshake").isPositive();
+        assertThat(relay.seen()).as("the relay carried the handshake").isNotEmpty();
         assertThat(server.metrics().openConnections()).isZero();
     }
 
@@ -286,7 +284,7 @@ class TcpTlsTest {
                 MemorySegment.copy(marker, 0, data, ValueLayout.JAVA_BYTE, at, marker.length);
             }
             RegisteredRegion region = server.register(data, Access.remoteRead());
-            Tap tap = new Tap(listener.localAddress());
+            Forwarder tap = Forwarder.tap(listener.localAddress());
             closing.add(tap);
             RdmaTransport client = open(encrypted ? secretTls(SECRET) : b -> b.sharedSecret(SECRET));
             RegisteredRegion sink = client.register(arena.allocate(data.byteSize()), Access.readSink());
@@ -321,24 +319,39 @@ class TcpTlsTest {
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tcp.tls.key-store");
     }
 
-    /** Terminates TLS from the connecting side and opens its own TLS session to the listener, copying bytes. */
-    private static final class Relay implements AutoCloseable {
-        private final SSLServerSocket server;
-        private final InetSocketAddress target;
-        private final SSLContext context;
+    /**
+     * Accepts connections and forwards each to {@code target}, copying the bytes both ways and keeping them: a relay
+     * that terminates TLS on both sides (given TLS sockets), or a tap on the raw wire (given plain ones).
+     */
+    private static final class Forwarder implements AutoCloseable {
+        private final ServerSocket server;
+        private final Callable<Socket> connectToTarget;
+        private final ByteArrayOutputStream seen = new ByteArrayOutputStream();
         private final List<Socket> sockets = new ArrayList<>();
-        volatile long forwarded;
 
-        Relay(InetSocketAddress target) throws Exception {
-            this(target, memberContext(), true);
+        private Forwarder(ServerSocket server, Callable<Socket> connectToTarget) {
+            this.server = server;
+            this.connectToTarget = connectToTarget;
+            Thread.ofVirtual().start(this::acceptLoop);
         }
 
-        Relay(InetSocketAddress target, SSLContext context, boolean needClientAuth) throws IOException {
-            this.target = target;
-            this.context = context;
-            server = (SSLServerSocket) context.getServerSocketFactory().createServerSocket(0, 10, InetAddress.getLoopbackAddress());
+        /** Terminates TLS from the connecting side and opens its own TLS session to {@code target}. */
+        static Forwarder relay(InetSocketAddress target, SSLContext context, boolean needClientAuth) throws IOException {
+            SSLServerSocket server = (SSLServerSocket) context.getServerSocketFactory()
+                    .createServerSocket(0, 10, InetAddress.getLoopbackAddress());
             server.setNeedClientAuth(needClientAuth);
-            Thread.ofVirtual().start(this::acceptLoop);
+            return new Forwarder(server, () -> context.getSocketFactory().createSocket(target.getAddress(), target.getPort()));
+        }
+
+        /** A relay holding the member certificate: trusted by both sides. */
+        static Forwarder relay(InetSocketAddress target) throws Exception {
+            return relay(target, memberContext(), true);
+        }
+
+        /** Forwards the raw bytes. */
+        static Forwarder tap(InetSocketAddress target) throws IOException {
+            return new Forwarder(new ServerSocket(0, 10, InetAddress.getLoopbackAddress()),
+                    () -> new Socket(target.getAddress(), target.getPort()));
         }
 
         private static SSLContext memberContext() throws Exception {
@@ -363,72 +376,7 @@ class TcpTlsTest {
             return new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getLocalPort());
         }
 
-        private void acceptLoop() {
-            try {
-                while (true) {
-                    Socket from = server.accept();
-                    SSLSocket to = (SSLSocket) context.getSocketFactory().createSocket(target.getAddress(), target.getPort());
-                    synchronized (sockets) {
-                        sockets.add(from);
-                        sockets.add(to);
-                    }
-                    Thread.ofVirtual().start(() -> copy(from, to));
-                    Thread.ofVirtual().start(() -> copy(to, from));
-                }
-            } catch (IOException closed) {
-                // the test closed the relay
-            }
-        }
-
-        private void copy(Socket from, Socket to) {
-            byte[] buffer = new byte[8192];
-            try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
-                int n;
-                while ((n = in.read(buffer)) > 0) {
-                    out.write(buffer, 0, n);
-                    out.flush();
-                    forwarded += n;
-                }
-            } catch (IOException ended) {
-                // either side went away
-            } finally {
-                try {
-                    from.close();
-                    to.close();
-                } catch (IOException ignored) {
-                    // closing anyway
-                }
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            server.close();
-            synchronized (sockets) {
-                for (Socket s : sockets) {
-                    s.close();
-                }
-            }
-        }
-    }
-
-    /** Forwards raw TCP bytes to a listener and keeps what flowed in both directions. */
-    private static final class Tap implements AutoCloseable {
-        private final ServerSocket server;
-        private final InetSocketAddress target;
-        private final ByteArrayOutputStream seen = new ByteArrayOutputStream();
-        private final List<Socket> sockets = new ArrayList<>();
-
-        Tap(InetSocketAddress target) throws IOException {
-            this.target = target;
-            server = new ServerSocket(0, 10, InetAddress.getLoopbackAddress());
-            Thread.ofVirtual().start(this::acceptLoop);
-        }
-
-        InetSocketAddress address() {
-            return new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getLocalPort());
-        }
-
+        /** Every byte forwarded so far, both directions interleaved. */
         byte[] seen() {
             synchronized (seen) {
                 return seen.toByteArray();
@@ -439,7 +387,7 @@ class TcpTlsTest {
             try {
                 while (true) {
                     Socket from = server.accept();
-                    Socket to = new Socket(target.getAddress(), target.getPort());
+                    Socket to = connectToTarget.call();
                     synchronized (sockets) {
                         sockets.add(from);
                         sockets.add(to);
@@ -447,8 +395,8 @@ class TcpTlsTest {
                     Thread.ofVirtual().start(() -> copy(from, to));
                     Thread.ofVirtual().start(() -> copy(to, from));
                 }
-            } catch (IOException closed) {
-                // the test closed the tap
+            } catch (Exception closed) {
+                // the test closed the forwarder
             }
         }
 
@@ -461,6 +409,7 @@ class TcpTlsTest {
                         seen.write(buffer, 0, n);
                     }
                     out.write(buffer, 0, n);
+                    out.flush();
                 }
             } catch (IOException ended) {
                 // either side went away
@@ -475,38 +424,6 @@ class TcpTlsTest {
                     s.close();
                 }
             }
-        }
-    }
-
-    /** The relay's trust in shared-secret mode: it accepts whatever certificate, as the peers do. */
-    private static final class TrustingAnything extends X509ExtendedTrustManager {
-        @Override
-        public void checkClientTrusted(X509Certificate[] chain, String authType, Socket socket) {
-        }
-
-        @Override
-        public void checkServerTrusted(X509Certificate[] chain, String authType, Socket socket) {
-        }
-
-        @Override
-        public void checkClientTrusted(X509Certificate[] chain, String authType, SSLEngine engine) {
-        }
-
-        @Override
-        public void checkServerTrusted(X509Certificate[] chain, String authType, SSLEngine engine) {
-        }
-
-        @Override
-        public void checkClientTrusted(X509Certificate[] chain, String authType) {
-        }
-
-        @Override
-        public void checkServerTrusted(X509Certificate[] chain, String authType) {
-        }
-
-        @Override
-        public X509Certificate[] getAcceptedIssuers() {
-            return new X509Certificate[0];
         }
     }
 }
