@@ -178,12 +178,7 @@ class RdmaKafkaListenerTest {
 
         @Override
         public void close() {
-            try {
-                process.close();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted while stopping the test broker", e);
-            }
+            process.close();
         }
     }
 
