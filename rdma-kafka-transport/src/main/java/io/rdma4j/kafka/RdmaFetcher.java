@@ -50,8 +50,34 @@ final class RdmaFetcher implements AutoCloseable {
     record Records<K, V>(List<ConsumerRecord<K, V>> records, long nextOffset, Optional<Integer> leaderEpoch) implements Result {
     }
 
-    /** RDMA cannot serve this partition now; the reason is for logs. */
-    record Fallback(String reason) implements Result {
+    /** RDMA cannot serve this partition now: why, as a metric tag and in words, and the details for logs. */
+    record Fallback(Reason kind, String reason) implements Result {
+    }
+
+    /** Why a partition falls back to the normal fetch path; {@link #tag()} is the {@code reason} tag of {@code fallbacks-total}. */
+    enum Reason {
+        EXPORTER_UNREACHABLE("exporter-unreachable", "the log exporter cannot be reached"),
+        NOT_EXPORTED("not-exported", "the offset is not in an exported segment"),
+        BELOW_LOG_START("below-log-start", "the offset is below the exported log start"),
+        CORRUPT_BATCH("corrupt-batch", "a batch read by RDMA failed its CRC check"),
+        READ_FAILED("read-failed", "the RDMA READ or segment lookup failed"),
+        DIRECTORY_CHANGING("directory-changing", "the segment directory kept changing");
+
+        private final String tag;
+        private final String words;
+
+        Reason(String tag, String words) {
+            this.tag = tag;
+            this.words = words;
+        }
+
+        String tag() {
+            return tag;
+        }
+
+        String words() {
+            return words;
+        }
     }
 
     private final RdmaTransport transport;
@@ -82,7 +108,15 @@ final class RdmaFetcher implements AutoCloseable {
         long generation = -1;
     }
 
+    /** Null where nobody reads them (unit tests of the fetcher alone). */
+    private final RdmaFetchMetrics metrics;
+
     RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff) {
+        this(transport, exporter, reconnectBackoff, null);
+    }
+
+    RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff, RdmaFetchMetrics metrics) {
+        this.metrics = metrics;
         this.transport = transport;
         this.exporter = exporter;
         this.reconnectBackoff = reconnectBackoff;
@@ -96,21 +130,36 @@ final class RdmaFetcher implements AutoCloseable {
     /** Fetches up to {@code maxRecords} records of {@code tp} from {@code position}, reading at most about {@code maxBytes}. */
     <K, V> Result fetch(TopicPartition tp, long position, int maxRecords, int maxBytes,
                         Deserializer<K> keys, Deserializer<V> values) {
+        Result r = fetchWithRetry(tp, position, maxRecords, maxBytes, keys, values);
+        if (metrics != null) {
+            switch (r) {
+                case Records<?, ?> records -> metrics.records(records.records().size());
+                case Fallback f -> metrics.fallback(f.kind());
+            }
+        }
+        return r;
+    }
+
+    private <K, V> Result fetchWithRetry(TopicPartition tp, long position, int maxRecords, int maxBytes,
+                                         Deserializer<K> keys, Deserializer<V> values) {
         // Two attempts: a replaced region (segment remapped, deleted, exporter restarted) or a connection the
         // peer closed (a rejected READ closes it on every provider, as a queue pair enters the error state)
         // is looked up again on a fresh connection at once, rather than after a fallback period.
         for (int attempt = 0; ; attempt++) {
             RdmaConnection c = connection();
             if (c == null) {
-                return new Fallback("exporter " + exporter + " unreachable");
+                return new Fallback(Reason.EXPORTER_UNREACHABLE, "exporter " + exporter + " unreachable");
             }
             try {
                 return fetchOnce(c, tp, position, maxRecords, maxBytes, keys, values);
             } catch (CorruptRecordException e) {
                 crcFailures.increment();
+                if (metrics != null) {
+                    metrics.crcFailure();
+                }
                 states.remove(tp);
                 LOG.warn("RDMA-read batch of {} failed its CRC check, fetching it through Kafka instead: {}", tp, e.getMessage());
-                return new Fallback("corrupt batch: " + e.getMessage());
+                return new Fallback(Reason.CORRUPT_BATCH, "corrupt batch: " + e.getMessage());
             } catch (RdmaException e) {
                 states.remove(tp);
                 if (!c.isOpen()) {
@@ -119,9 +168,12 @@ final class RdmaFetcher implements AutoCloseable {
                 boolean retriable = e instanceof ConnectionClosedException || (e instanceof RemoteAccessException rae
                         && rae.reason() != RemoteAccessException.Reason.ACCESS_DENIED);
                 if (!retriable || attempt > 0) {
-                    return new Fallback(e.toString());
+                    return new Fallback(Reason.READ_FAILED, e.toString());
                 }
                 reconnects.increment();
+                if (metrics != null) {
+                    metrics.retry();
+                }
                 LOG.debug("RDMA fetch of {} failed ({}); looking it up again{}", tp, e.toString(), c.isOpen() ? "" : " on a new connection");
             }
         }
@@ -133,20 +185,20 @@ final class RdmaFetcher implements AutoCloseable {
         if (st == null || st.cursorOffset != position) {
             st = directory(c, tp, position);
             if (st == null) {
-                return new Fallback("offset " + position + " of " + tp + " is not exported");
+                return new Fallback(Reason.NOT_EXPORTED, "offset " + position + " of " + tp + " is not exported");
             }
         }
         Watermark w = readWatermark(c, st);
         if (st.generation >= 0 && st.generation != w.generation()) {
             st = directory(c, tp, position);
             if (st == null) {
-                return new Fallback("offset " + position + " of " + tp + " is not exported");
+                return new Fallback(Reason.NOT_EXPORTED, "offset " + position + " of " + tp + " is not exported");
             }
             w = readWatermark(c, st);
         }
         st.generation = w.generation();
         if (position < w.logStartOffset()) {
-            return new Fallback("offset " + position + " is below the log start " + w.logStartOffset());
+            return new Fallback(Reason.BELOW_LOG_START, "offset " + position + " is below the log start " + w.logStartOffset());
         }
         if (position >= w.highWatermark()) {
             return new Records<K, V>(List.of(), position, Optional.empty());
@@ -159,11 +211,11 @@ final class RdmaFetcher implements AutoCloseable {
                 // Our directory is older than the watermark: the segment rolled, grew or was replaced.
                 st = directory(c, tp, position);
                 if (st == null) {
-                    return new Fallback("offset " + position + " of " + tp + " is not exported");
+                    return new Fallback(Reason.NOT_EXPORTED, "offset " + position + " of " + tp + " is not exported");
                 }
                 seg = segment(st, st.cursorSegmentBase);
                 if (seg == null || seg.baseOffset() > w.hwSegmentBase()) {
-                    return new Fallback("no exported segment holds offset " + position + " of " + tp);
+                    return new Fallback(Reason.NOT_EXPORTED, "no exported segment holds offset " + position + " of " + tp);
                 }
             }
             long validEnd = seg.baseOffset() == w.hwSegmentBase() ? Math.min(w.hwPosition(), seg.exportedLength()) : seg.exportedLength();
@@ -183,7 +235,7 @@ final class RdmaFetcher implements AutoCloseable {
             }
             return readBatches(c, tp, st, seg, validEnd, position, maxRecords, maxBytes, keys, values);
         }
-        return new Fallback("segment directory of " + tp + " keeps changing");
+        return new Fallback(Reason.DIRECTORY_CHANGING, "segment directory of " + tp + " keeps changing");
     }
 
     private <K, V> Result readBatches(RdmaConnection c, TopicPartition tp, PartitionState st, SegmentDirectory.Segment seg,
@@ -216,6 +268,9 @@ final class RdmaFetcher implements AutoCloseable {
                 batch.ensureValid(); // CRC32C over the batch: a corrupt batch is never returned.
                 batches.increment();
                 bytes.add(batch.sizeInBytes());
+                if (metrics != null) {
+                    metrics.batch(batch.sizeInBytes());
+                }
                 if (batch.lastOffset() < position) {
                     pos += batch.sizeInBytes();
                     continue;
@@ -259,11 +314,19 @@ final class RdmaFetcher implements AutoCloseable {
     private PooledBuffer read(RdmaConnection c, SegmentDirectory.Segment seg, long offset, long length) {
         PooledBuffer buffer = pool.acquire(length);
         try {
-            c.readAndWait(seg.region(), offset, buffer.segment());
+            timedRead(c, seg.region(), offset, buffer.segment());
             return buffer;
         } catch (RuntimeException e) {
             buffer.close();
             throw e;
+        }
+    }
+
+    private void timedRead(RdmaConnection c, io.rdma4j.core.RegionDescriptor region, long offset, java.lang.foreign.MemorySegment into) {
+        long start = System.nanoTime();
+        c.readAndWait(region, offset, into);
+        if (metrics != null) {
+            metrics.readNanos(System.nanoTime() - start);
         }
     }
 
@@ -312,7 +375,7 @@ final class RdmaFetcher implements AutoCloseable {
     private Watermark readWatermark(RdmaConnection c, PartitionState st) {
         try (PooledBuffer buffer = pool.acquire(Watermark.SIZE)) {
             for (int attempt = 0; attempt < 100; attempt++) {
-                c.readAndWait(st.watermark, 0, buffer.segment());
+                timedRead(c, st.watermark, 0, buffer.segment());
                 Watermark w = Watermark.readFrom(buffer.segment());
                 if (w != null) {
                     return w;

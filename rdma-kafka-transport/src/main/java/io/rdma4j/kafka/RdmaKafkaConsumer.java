@@ -75,6 +75,9 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     private final int maxPartitionFetchBytes;
     private final Set<TopicPartition> userPaused = new HashSet<>();
     private final Map<TopicPartition, Long> fallbackUntilNanos = new HashMap<>();
+    /** Partition and reason pairs already logged at INFO: a flapping exporter must not flood the log. */
+    private final Set<Map.Entry<TopicPartition, RdmaFetcher.Reason>> loggedFallbacks = new HashSet<>();
+    private final RdmaFetchMetrics rdmaMetrics;
 
     public RdmaKafkaConsumer(Map<String, Object> configs, Deserializer<K> keyDeserializer, Deserializer<V> valueDeserializer) {
         this.rdmaConfig = RdmaConsumerConfig.from(configs);
@@ -90,12 +93,13 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         this.maxPollRecords = intValue(kafka, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, ConsumerConfig.DEFAULT_MAX_POLL_RECORDS);
         this.maxPartitionFetchBytes = intValue(kafka, ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, ConsumerConfig.DEFAULT_MAX_PARTITION_FETCH_BYTES);
         this.delegate = new KafkaConsumer<>(kafka, this.keyDeserializer, this.valueDeserializer);
+        this.rdmaMetrics = new RdmaFetchMetrics(clientId(delegate));
         RdmaTransport t = null;
         RdmaFetcher f = null;
         if (rdmaConfig.enabled() && !readCommitted) {
             try {
                 t = RdmaTransport.open(rdmaConfig.transport());
-                f = new RdmaFetcher(t, rdmaConfig.exporterAddress(), rdmaConfig.fallbackBackoff());
+                f = new RdmaFetcher(t, rdmaConfig.exporterAddress(), rdmaConfig.fallbackBackoff(), rdmaMetrics);
             } catch (RuntimeException e) {
                 if (t != null) {
                     t.close();
@@ -194,7 +198,12 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                         }
                     }
                     case RdmaFetcher.Fallback f -> {
-                        LOG.debug("{} falls back to the normal fetch path: {}", tp, f.reason());
+                        if (loggedFallbacks.add(Map.entry(tp, f.kind()))) {
+                            LOG.info("{} is fetched through Kafka for {} ms because {} ({}); logged once per partition and reason",
+                                    tp, rdmaConfig.fallbackBackoff().toMillis(), f.kind().words(), f.reason());
+                        } else {
+                            LOG.debug("{} falls back to the normal fetch path: {}", tp, f.reason());
+                        }
                         fallbackUntilNanos.put(tp, System.nanoTime() + rdmaConfig.fallbackBackoff().toNanos());
                     }
                 }
@@ -365,7 +374,11 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions) { return delegate.committed(partitions); }
     @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions, Duration timeout) { return delegate.committed(partitions, timeout); }
     @Override public Uuid clientInstanceId(Duration timeout) { return delegate.clientInstanceId(timeout); }
-    @Override public Map<MetricName, ? extends Metric> metrics() { return delegate.metrics(); }
+    /**
+     * The internal consumer's metrics, with the client-level {@code records-consumed-*} and {@code bytes-consumed-*}
+     * counting RDMA-read records too, and the {@value RdmaFetchMetrics#GROUP} group.
+     */
+    @Override public Map<MetricName, ? extends Metric> metrics() { return rdmaMetrics.merged(delegate.metrics()); }
     @Override public List<PartitionInfo> partitionsFor(String topic) { return delegate.partitionsFor(topic); }
     @Override public List<PartitionInfo> partitionsFor(String topic, Duration timeout) { return delegate.partitionsFor(topic, timeout); }
     @Override public Map<String, List<PartitionInfo>> listTopics() { return delegate.listTopics(); }
@@ -399,6 +412,17 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     public void resume(Collection<TopicPartition> partitions) {
         delegate.resume(partitions);
         userPaused.removeAll(partitions);
+    }
+
+    /** The client-id Kafka tags this consumer's metrics with (configured or generated). */
+    private static String clientId(KafkaConsumer<?, ?> consumer) {
+        for (MetricName name : consumer.metrics().keySet()) {
+            String id = name.tags().get("client-id");
+            if (id != null) {
+                return id;
+            }
+        }
+        return "";
     }
 
     private static boolean hasMethod(Class<?> type, String name) {
@@ -452,5 +476,6 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         if (transport != null) {
             transport.close();
         }
+        rdmaMetrics.close();
     }
 }

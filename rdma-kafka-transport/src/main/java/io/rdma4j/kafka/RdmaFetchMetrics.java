@@ -1,0 +1,153 @@
+package io.rdma4j.kafka;
+
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.metrics.JmxReporter;
+import org.apache.kafka.common.metrics.KafkaMetric;
+import org.apache.kafka.common.metrics.KafkaMetricsContext;
+import org.apache.kafka.common.metrics.MetricConfig;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.metrics.Sensor;
+import org.apache.kafka.common.metrics.stats.Avg;
+import org.apache.kafka.common.metrics.stats.CumulativeCount;
+import org.apache.kafka.common.metrics.stats.Max;
+import org.apache.kafka.common.metrics.stats.Meter;
+import org.apache.kafka.common.utils.Time;
+
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The RDMA fetch metrics of one consumer, in Kafka's conventions: a {@link Metrics} registry of its own (the internal
+ * KafkaConsumer's is not reachable through public API) with a JMX reporter under {@code kafka.consumer}, group
+ * {@value #GROUP}, tagged with the consumer's client-id. {@link #merged} also adjusts the consumer's standard
+ * {@code records-consumed}/{@code bytes-consumed} metrics so that they count what came by RDMA.
+ */
+final class RdmaFetchMetrics implements AutoCloseable {
+
+    static final String GROUP = "consumer-rdma-fetch-metrics";
+    static final String FETCH_MANAGER_GROUP = "consumer-fetch-manager-metrics";
+
+    private final Metrics metrics;
+    private final Map<String, String> tags;
+    private final Sensor records;
+    private final Sensor bytes;
+    private final Sensor batches;
+    private final Sensor crcFailures;
+    private final Sensor retries;
+    private final Sensor readLatency;
+    private final Map<RdmaFetcher.Reason, Sensor> fallbacks = new EnumMap<>(RdmaFetcher.Reason.class);
+    /** Standard name -> the RDMA metric added to it. Only the client-level metrics: see the README. */
+    private final Map<MetricName, MetricName> adjusted = new LinkedHashMap<>();
+    /** One adjusted instance per standard metric, so that registries holding it (Micrometer) see it stay live. */
+    private final Map<MetricName, Metric> adjustedCache = new ConcurrentHashMap<>();
+
+    RdmaFetchMetrics(String clientId) {
+        this.tags = Map.of("client-id", clientId);
+        this.metrics = new Metrics(new MetricConfig().tags(tags), List.of(new JmxReporter()), Time.SYSTEM,
+                new KafkaMetricsContext("kafka.consumer"));
+        records = metrics.sensor("rdma-records");
+        records.add(new Meter(name("records-rdma-rate", "The average number of records per second returned from RDMA reads"),
+                name("records-rdma-total", "The total number of records returned from RDMA reads")));
+        bytes = metrics.sensor("rdma-bytes");
+        bytes.add(new Meter(name("bytes-rdma-rate", "The average number of record batch bytes per second read by RDMA"),
+                name("bytes-rdma-total", "The total number of record batch bytes read by RDMA")));
+        batches = metrics.sensor("rdma-batches");
+        batches.add(name("batches-rdma-total", "The total number of record batches read by RDMA and verified by CRC"), new CumulativeCount());
+        crcFailures = metrics.sensor("rdma-crc-failures");
+        crcFailures.add(name("crc-failures-total", "The total number of RDMA-read batches that failed their CRC check (fetched through Kafka instead)"), new CumulativeCount());
+        retries = metrics.sensor("rdma-retries");
+        retries.add(name("retries-total", "The total number of RDMA fetches retried at once after a rejected READ or a closed connection"), new CumulativeCount());
+        readLatency = metrics.sensor("rdma-read-latency");
+        readLatency.add(name("read-latency-avg", "The average time taken for an RDMA READ in ms"), new Avg());
+        readLatency.add(name("read-latency-max", "The max time taken for an RDMA READ in ms"), new Max());
+        for (RdmaFetcher.Reason r : RdmaFetcher.Reason.values()) {
+            Sensor s = metrics.sensor("rdma-fallbacks." + r.tag());
+            Map<String, String> t = new LinkedHashMap<>(tags);
+            t.put("reason", r.tag());
+            s.add(metrics.metricName("fallbacks-total", GROUP,
+                    "The total number of times a partition fell back to the normal fetch path for this reason", t), new CumulativeCount());
+            fallbacks.put(r, s);
+        }
+        adjusted.put(standard("records-consumed-total"), name("records-rdma-total", null));
+        adjusted.put(standard("records-consumed-rate"), name("records-rdma-rate", null));
+        adjusted.put(standard("bytes-consumed-total"), name("bytes-rdma-total", null));
+        adjusted.put(standard("bytes-consumed-rate"), name("bytes-rdma-rate", null));
+    }
+
+    private MetricName name(String name, String description) {
+        return metrics.metricName(name, GROUP, description == null ? "" : description, tags);
+    }
+
+    private MetricName standard(String name) {
+        return new MetricName(name, FETCH_MANAGER_GROUP, "", tags);
+    }
+
+    void records(int n) {
+        records.record(n);
+    }
+
+    void batch(long sizeInBytes) {
+        batches.record();
+        bytes.record(sizeInBytes);
+    }
+
+    void crcFailure() {
+        crcFailures.record();
+    }
+
+    void retry() {
+        retries.record();
+    }
+
+    void fallback(RdmaFetcher.Reason reason) {
+        fallbacks.get(reason).record();
+    }
+
+    void readNanos(long nanos) {
+        readLatency.record(nanos / 1_000_000.0);
+    }
+
+    /**
+     * The internal consumer's metrics with the standard client-level {@code records-consumed-*} and
+     * {@code bytes-consumed-*} replaced by ones that add the RDMA counts, plus this consumer's RDMA metrics.
+     */
+    Map<MetricName, Metric> merged(Map<MetricName, ? extends Metric> kafka) {
+        Map<MetricName, Metric> out = new LinkedHashMap<>(kafka);
+        Map<MetricName, KafkaMetric> own = metrics.metrics();
+        for (Map.Entry<MetricName, MetricName> e : adjusted.entrySet()) {
+            Metric standard = kafka.get(e.getKey());
+            KafkaMetric rdma = own.get(e.getValue());
+            if (standard != null && rdma != null) {
+                out.put(e.getKey(), adjustedCache.computeIfAbsent(e.getKey(), k -> new Sum(standard, rdma)));
+            }
+        }
+        out.putAll(own);
+        return out;
+    }
+
+    /** A standard metric whose value adds the RDMA metric's to the internal consumer's. */
+    private record Sum(Metric standard, KafkaMetric rdma) implements Metric {
+        @Override
+        public MetricName metricName() {
+            return standard.metricName();
+        }
+
+        @Override
+        public Object metricValue() {
+            return value(standard) + value(rdma);
+        }
+
+        private static double value(Metric m) {
+            return m.metricValue() instanceof Number n ? n.doubleValue() : 0.0;
+        }
+    }
+
+    @Override
+    public void close() {
+        metrics.close();
+    }
+}

@@ -1,0 +1,251 @@
+package io.rdma4j.kafka;
+
+import io.rdma4j.kafka.exporter.ExporterConfig;
+import io.rdma4j.kafka.exporter.LogExporter;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The RDMA fetch metrics and the adjusted standard fetch metrics in {@code consumer.metrics()}, and the INFO line of a
+ * fallback, against a real broker. Byte and batch counts are checked against the partition's log files on disk.
+ */
+class RdmaFetchMetricsTest {
+
+    private static KafkaTestCluster cluster;
+    private static Admin admin;
+
+    @BeforeAll
+    static void start() throws Exception {
+        cluster = new KafkaTestCluster();
+        admin = Admin.create(Map.of("bootstrap.servers", cluster.bootstrap()));
+    }
+
+    @AfterAll
+    static void stop() {
+        if (admin != null) admin.close();
+        if (cluster != null) cluster.close();
+    }
+
+    @Test
+    void rdmaReadsAreCountedInTheRdmaGroupAndInTheStandardFetchMetrics() throws Exception {
+        String topic = topic(2);
+        try (LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")))) {
+            produce(topic, 1000, exporter);
+            // One RDMA read per partition holds the whole log, so every batch is read (and counted) exactly once.
+            try (Consumer<String, String> c = consumer("metrics-rdma", RdmaKafkaConsumerTest.address(exporter),
+                    Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100000"))) {
+                List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+                c.assign(tps);
+                c.seekToBeginning(tps);
+                RdmaKafkaConsumerTest.pollUntil(c, 1000);
+                assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords()).isEqualTo(1000);
+
+                long[] log = logBytesAndBatches(topic, 2);
+                assertThat(log[1]).as("batches in the log files").isPositive();
+                String id = "metrics-rdma";
+                assertThat(rdma(c, id, "records-rdma-total")).isEqualTo(1000.0);
+                assertThat(rdma(c, id, "bytes-rdma-total")).as("bytes of the log files").isEqualTo((double) log[0]);
+                assertThat(rdma(c, id, "batches-rdma-total")).as("batches of the log files").isEqualTo((double) log[1]);
+                assertThat(rdma(c, id, "records-rdma-rate")).isPositive();
+                assertThat(rdma(c, id, "crc-failures-total")).isZero();
+                assertThat(rdma(c, id, "retries-total")).isZero();
+                double avg = rdma(c, id, "read-latency-avg");
+                assertThat(avg).isPositive();
+                assertThat(rdma(c, id, "read-latency-max")).isGreaterThanOrEqualTo(avg);
+                for (RdmaFetcher.Reason r : RdmaFetcher.Reason.values()) {
+                    assertThat(fallbacks(c, id, r)).as("fallbacks-total{reason=%s}", r.tag()).isZero();
+                }
+                // The internal consumer fetched nothing; the standard metrics count what RDMA returned.
+                assertThat(standard(c, id, "records-consumed-total")).isEqualTo(1000.0);
+                assertThat(standard(c, id, "bytes-consumed-total")).isEqualTo((double) log[0]);
+                assertThat(standard(c, id, "records-consumed-rate")).isPositive();
+                assertThat(standard(c, id, "bytes-consumed-rate")).isPositive();
+            }
+        }
+    }
+
+    @Test
+    void fallbackIsCountedByReasonLoggedOncePerPartitionAndBothPathsCountInTheStandardMetrics() throws Exception {
+        String topic = topic(2);
+        String id = "metrics-fallback";
+        LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")));
+        try (Consumer<String, String> c = consumer(id, RdmaKafkaConsumerTest.address(exporter),
+                Map.of("rdma.fetch.fallback.backoff.ms", "60000"))) {
+            List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+            try {
+                produce(topic, 500, exporter);
+                c.assign(tps);
+                c.seekToBeginning(tps);
+                RdmaKafkaConsumerTest.pollUntil(c, 500);
+            } finally {
+                exporter.close();
+            }
+            produce(topic, 500, null);
+            String log = capturingStandardError(() -> {
+                RdmaKafkaConsumerTest.pollUntil(c, 500); // the normal fetch path, the exporter being gone
+                RdmaKafkaConsumerTest.pollUntil(c, 0);
+            });
+            assertThat(rdma(c, id, "records-rdma-total")).isEqualTo(500.0);
+            assertThat(standard(c, id, "records-consumed-total")).as("RDMA and normal fetch together").isEqualTo(1000.0);
+            assertThat(fallbacks(c, id, RdmaFetcher.Reason.EXPORTER_UNREACHABLE)).as("one per partition").isEqualTo(2.0);
+            for (RdmaFetcher.Reason r : RdmaFetcher.Reason.values()) {
+                if (r != RdmaFetcher.Reason.EXPORTER_UNREACHABLE) {
+                    assertThat(fallbacks(c, id, r)).as("fallbacks-total{reason=%s}", r.tag()).isZero();
+                }
+            }
+            List<String> info = log.lines().filter(l -> l.contains(" INFO ") && l.contains("is fetched through Kafka")).toList();
+            assertThat(info).as("INFO lines in:%n%s", log).hasSize(2);
+            for (TopicPartition tp : tps) {
+                assertThat(info).filteredOn(l -> l.contains(" " + tp + " ")).singleElement().asString()
+                        .contains("because the log exporter cannot be reached");
+            }
+        }
+    }
+
+    /** Runs {@code body} with standard error (where slf4j-simple writes) copied into the returned text. */
+    private static String capturingStandardError(ThrowingRunnable body) throws Exception {
+        PrintStream original = System.err;
+        ByteArrayOutputStream copy = new ByteArrayOutputStream();
+        PrintStream tee = new PrintStream(new java.io.OutputStream() {
+            @Override public synchronized void write(int b) { copy.write(b); original.write(b); }
+            @Override public synchronized void write(byte[] b, int off, int len) { copy.write(b, off, len); original.write(b, off, len); }
+        }, true, StandardCharsets.UTF_8);
+        System.setErr(tee);
+        try {
+            body.run();
+        } finally {
+            System.setErr(original);
+        }
+        synchronized (tee) {
+            return copy.toString(StandardCharsets.UTF_8);
+        }
+    }
+
+    private interface ThrowingRunnable {
+        void run() throws Exception;
+    }
+
+    private static double rdma(Consumer<?, ?> c, String clientId, String name) {
+        return value(c, new MetricName(name, RdmaFetchMetrics.GROUP, "", Map.of("client-id", clientId)));
+    }
+
+    private static double fallbacks(Consumer<?, ?> c, String clientId, RdmaFetcher.Reason reason) {
+        return value(c, new MetricName("fallbacks-total", RdmaFetchMetrics.GROUP, "",
+                Map.of("client-id", clientId, "reason", reason.tag())));
+    }
+
+    private static double standard(Consumer<?, ?> c, String clientId, String name) {
+        return value(c, new MetricName(name, "consumer-fetch-manager-metrics", "", Map.of("client-id", clientId)));
+    }
+
+    private static double value(Consumer<?, ?> c, MetricName name) {
+        Map<MetricName, ? extends Metric> all = c.metrics();
+        assertThat(all).as("metrics of the consumer").containsKey(name);
+        return ((Number) all.get(name).metricValue()).doubleValue();
+    }
+
+    /** Bytes and record batches in the partitions' log files, walked by each batch's length field. */
+    private static long[] logBytesAndBatches(String topic, int partitions) throws Exception {
+        long bytes = 0;
+        long batches = 0;
+        for (int p = 0; p < partitions; p++) {
+            Path dir = Path.of(cluster.logDirs().split(",")[0], topic + "-" + p);
+            List<Path> logs;
+            try (Stream<Path> files = Files.list(dir)) {
+                logs = files.filter(f -> f.toString().endsWith(".log")).toList();
+            }
+            for (Path f : logs) {
+                ByteBuffer b = ByteBuffer.wrap(Files.readAllBytes(f));
+                bytes += b.remaining();
+                for (int pos = 0; pos < b.limit(); pos += 12 + b.getInt(pos + 8)) {
+                    batches++;
+                }
+            }
+        }
+        return new long[] {bytes, batches};
+    }
+
+    private Consumer<String, String> consumer(String clientId, String exporterAddress, Map<String, Object> extra) {
+        Map<String, Object> p = new HashMap<>();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, cluster.bootstrap());
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put("rdma.fetch.enabled", "true");
+        p.put("rdma.exporter.address", exporterAddress);
+        p.put("rdma.provider", "tcp");
+        p.putAll(extra);
+        return RdmaConsumerFactory.create(p, null, null);
+    }
+
+    private static String topic(int partitions) throws Exception {
+        String name = "m-" + UUID.randomUUID().toString().substring(0, 8);
+        admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all().get();
+        Map<TopicPartition, OffsetSpec> latest = new LinkedHashMap<>();
+        IntStream.range(0, partitions).forEach(p -> latest.put(new TopicPartition(name, p), OffsetSpec.latest()));
+        RdmaKafkaConsumerTest.awaitLeaders(admin, latest);
+        return name;
+    }
+
+    /** Produces {@code count} acknowledged records and, given an exporter, waits until it serves them. */
+    private static void produce(String topic, int count, LogExporter exporter) throws Exception {
+        Map<String, Object> p = Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, cluster.bootstrap(),
+                ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class,
+                ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class);
+        Map<TopicPartition, Long> ends = new HashMap<>();
+        try (Producer<String, String> producer = new KafkaProducer<>(p)) {
+            List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> acks = new java.util.ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                acks.add(producer.send(new ProducerRecord<>(topic, "k" + i, "v".repeat(100) + i)));
+            }
+            producer.flush();
+            for (var ack : acks) {
+                var m = ack.get();
+                ends.merge(new TopicPartition(m.topic(), m.partition()), m.offset() + 1, Math::max);
+            }
+        }
+        assertThat(ends.values().stream().mapToLong(Long::longValue).sum()).as("offsets produced").isGreaterThanOrEqualTo(count);
+        if (exporter != null) {
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            for (var e : ends.entrySet()) {
+                while (exporter.exportedHighWatermark(e.getKey()) < e.getValue()) {
+                    assertThat(System.nanoTime()).as("exporter serves %s up to %d", e.getKey(), e.getValue()).isLessThan(deadline);
+                    Thread.sleep(20);
+                }
+            }
+        }
+    }
+}
