@@ -2,6 +2,7 @@ package io.rdma4j.kafka;
 
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.JmxReporter;
 import org.apache.kafka.common.metrics.KafkaMetric;
 import org.apache.kafka.common.metrics.KafkaMetricsContext;
@@ -12,12 +13,14 @@ import org.apache.kafka.common.metrics.stats.Avg;
 import org.apache.kafka.common.metrics.stats.CumulativeCount;
 import org.apache.kafka.common.metrics.stats.Max;
 import org.apache.kafka.common.metrics.stats.Meter;
+import org.apache.kafka.common.metrics.stats.Value;
 import org.apache.kafka.common.utils.Time;
 
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -39,6 +42,9 @@ final class RdmaFetchMetrics implements AutoCloseable {
     private final Sensor crcFailures;
     private final Sensor retries;
     private final Sensor readLatency;
+    private final Sensor lagMax;
+    /** Partitions with a lag sensor, each the child of {@link #lagMax}; dropped once no longer assigned. */
+    private final Set<TopicPartition> lagged = ConcurrentHashMap.newKeySet();
     private final Map<RdmaFetcher.Reason, Sensor> fallbacks = new EnumMap<>(RdmaFetcher.Reason.class);
     /** Standard name -> the RDMA metric added to it. Only the client-level metrics: see the README. */
     private final Map<MetricName, MetricName> adjusted = new LinkedHashMap<>();
@@ -64,6 +70,8 @@ final class RdmaFetchMetrics implements AutoCloseable {
         readLatency = metrics.sensor("rdma-read-latency");
         readLatency.add(name("read-latency-avg", "The average time taken for an RDMA READ in ms"), new Avg());
         readLatency.add(name("read-latency-max", "The max time taken for an RDMA READ in ms"), new Max());
+        lagMax = metrics.sensor("rdma-records-lag");
+        lagMax.add(name("records-lag-max", "The maximum lag in records of any partition served by RDMA, at its last RDMA fetch"), new Max());
         for (RdmaFetcher.Reason r : RdmaFetcher.Reason.values()) {
             Sensor s = metrics.sensor("rdma-fallbacks." + r.tag());
             Map<String, String> t = new LinkedHashMap<>(tags);
@@ -105,6 +113,34 @@ final class RdmaFetchMetrics implements AutoCloseable {
 
     void fallback(RdmaFetcher.Reason reason) {
         fallbacks.get(reason).record();
+    }
+
+    /** The lag of {@code tp} (high watermark minus the position) after an RDMA fetch, as Kafka's fetcher records it. */
+    void lag(TopicPartition tp, long lag) {
+        Sensor s = metrics.getSensor(lagSensor(tp));
+        if (s == null) {
+            s = metrics.sensor(lagSensor(tp), lagMax);
+            Map<String, String> t = new LinkedHashMap<>(tags);
+            t.put("topic", tp.topic());
+            t.put("partition", String.valueOf(tp.partition()));
+            s.add(metrics.metricName("records-lag", GROUP, "The latest lag in records of the partition, at its last RDMA fetch", t), new Value());
+            lagged.add(tp);
+        }
+        s.record(lag);
+    }
+
+    /** Drops the lag of partitions no longer assigned, as Kafka's fetcher does. */
+    void retainLag(Set<TopicPartition> assigned) {
+        for (TopicPartition tp : lagged) {
+            if (!assigned.contains(tp)) {
+                metrics.removeSensor(lagSensor(tp));
+                lagged.remove(tp);
+            }
+        }
+    }
+
+    private static String lagSensor(TopicPartition tp) {
+        return "rdma-records-lag." + tp;
     }
 
     void readNanos(long nanos) {

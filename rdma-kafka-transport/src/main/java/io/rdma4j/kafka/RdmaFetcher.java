@@ -46,8 +46,11 @@ final class RdmaFetcher implements AutoCloseable {
     sealed interface Result permits Records, Fallback {
     }
 
-    /** Records (possibly none) and the position after them ({@code nextOffset == position} when nothing new). */
-    record Records<K, V>(List<ConsumerRecord<K, V>> records, long nextOffset, Optional<Integer> leaderEpoch) implements Result {
+    /**
+     * Records (possibly none) and the position after them ({@code nextOffset == position} when nothing new), with the
+     * high watermark of the watermark record they were read against (for the lag metric).
+     */
+    record Records<K, V>(List<ConsumerRecord<K, V>> records, long nextOffset, Optional<Integer> leaderEpoch, long highWatermark) implements Result {
     }
 
     /** RDMA cannot serve this partition now: why, as a metric tag and in words, and the details for logs. */
@@ -133,7 +136,10 @@ final class RdmaFetcher implements AutoCloseable {
         Result r = fetchWithRetry(tp, position, maxRecords, maxBytes, keys, values);
         if (metrics != null) {
             switch (r) {
-                case Records<?, ?> records -> metrics.records(records.records().size());
+                case Records<?, ?> records -> {
+                    metrics.records(records.records().size());
+                    metrics.lag(tp, Math.max(0, records.highWatermark() - records.nextOffset()));
+                }
                 case Fallback f -> metrics.fallback(f.kind());
             }
         }
@@ -201,7 +207,7 @@ final class RdmaFetcher implements AutoCloseable {
             return new Fallback(Reason.BELOW_LOG_START, "offset " + position + " is below the log start " + w.logStartOffset());
         }
         if (position >= w.highWatermark()) {
-            return new Records<K, V>(List.of(), position, Optional.empty());
+            return new Records<K, V>(List.of(), position, Optional.empty(), w.highWatermark());
         }
         for (int hops = 0; hops < 4; hops++) {
             SegmentDirectory.Segment seg = segment(st, st.cursorSegmentBase);
@@ -221,7 +227,7 @@ final class RdmaFetcher implements AutoCloseable {
             long validEnd = seg.baseOffset() == w.hwSegmentBase() ? Math.min(w.hwPosition(), seg.exportedLength()) : seg.exportedLength();
             if (st.cursorPosition >= validEnd) {
                 if (seg.baseOffset() == w.hwSegmentBase()) {
-                    return new Records<K, V>(List.of(), position, Optional.empty());
+                    return new Records<K, V>(List.of(), position, Optional.empty(), w.highWatermark());
                 }
                 SegmentDirectory.Segment next = nextSegment(st, seg.baseOffset());
                 if (next == null) {
@@ -233,13 +239,13 @@ final class RdmaFetcher implements AutoCloseable {
                 st.cursorPosition = 0;
                 continue;
             }
-            return readBatches(c, tp, st, seg, validEnd, position, maxRecords, maxBytes, keys, values);
+            return readBatches(c, tp, st, seg, validEnd, w.highWatermark(), position, maxRecords, maxBytes, keys, values);
         }
         return new Fallback(Reason.DIRECTORY_CHANGING, "segment directory of " + tp + " keeps changing");
     }
 
     private <K, V> Result readBatches(RdmaConnection c, TopicPartition tp, PartitionState st, SegmentDirectory.Segment seg,
-                                      long validEnd, long position, int maxRecords, int maxBytes,
+                                      long validEnd, long highWatermark, long position, int maxRecords, int maxBytes,
                                       Deserializer<K> keys, Deserializer<V> values) {
         long length = Math.min(validEnd - st.cursorPosition, Math.max(maxBytes, BatchHeaders.LOG_OVERHEAD));
         PooledBuffer buffer = read(c, seg, st.cursorPosition, length);
@@ -305,7 +311,7 @@ final class RdmaFetcher implements AutoCloseable {
             records.add(out.size());
             st.cursorOffset = next;
             st.cursorPosition = pos;
-            return new Records<>(out, next, epoch);
+            return new Records<>(out, next, epoch, highWatermark);
         } finally {
             buffer.close();
         }

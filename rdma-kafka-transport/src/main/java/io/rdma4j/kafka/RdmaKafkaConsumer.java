@@ -241,6 +241,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         Set<TopicPartition> assigned = delegate.assignment();
         userPaused.retainAll(assigned); // KafkaConsumer forgets the pause of a revoked partition too.
         fallbackUntilNanos.keySet().retainAll(assigned);
+        rdmaMetrics.retainLag(assigned);
         Set<TopicPartition> wanted = new HashSet<>(userPaused);
         wanted.addAll(rdmaPartitions());
         Set<TopicPartition> paused = delegate.paused();

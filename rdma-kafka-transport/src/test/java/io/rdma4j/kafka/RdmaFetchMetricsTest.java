@@ -133,6 +133,37 @@ class RdmaFetchMetricsTest {
         }
     }
 
+    @Test
+    void lagOfAPartitionServedByRdmaIsTheHighWatermarkMinusItsPosition() throws Exception {
+        String topic = topic(1);
+        String id = "metrics-lag";
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")))) {
+            produce(topic, 1000, exporter);
+            try (Consumer<String, String> c = consumer(id, RdmaKafkaConsumerTest.address(exporter),
+                    Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100"))) {
+                c.assign(List.of(tp));
+                c.seekToBeginning(List.of(tp));
+                int got = 0;
+                long deadline = System.nanoTime() + 30_000_000_000L;
+                while (got == 0 && System.nanoTime() < deadline) {
+                    got = c.poll(java.time.Duration.ofMillis(200)).count();
+                }
+                assertThat(got).as("records of the first poll").isBetween(1, 100);
+                assertThat(c.position(tp)).isEqualTo(got);
+                MetricName lag = new MetricName("records-lag", RdmaFetchMetrics.GROUP, "",
+                        Map.of("client-id", id, "topic", topic, "partition", "0"));
+                assertThat(value(c, lag)).isEqualTo(1000.0 - got);
+                assertThat(rdma(c, id, "records-lag-max")).isEqualTo(1000.0 - got);
+                RdmaKafkaConsumerTest.pollUntil(c, 1000 - got);
+                assertThat(value(c, lag)).as("caught up").isZero();
+                c.assign(List.of(new TopicPartition(topic(1), 0)));
+                c.poll(java.time.Duration.ofMillis(10));
+                assertThat(c.metrics()).as("no lag for an unassigned partition").doesNotContainKey(lag);
+            }
+        }
+    }
+
     /** Runs {@code body} with standard error (where slf4j-simple writes) copied into the returned text. */
     private static String capturingStandardError(ThrowingRunnable body) throws Exception {
         PrintStream original = System.err;
