@@ -45,6 +45,8 @@ final class RdmaFetchMetrics implements AutoCloseable {
     private final Sensor lagMax;
     /** Partitions with a lag sensor, each the child of {@link #lagMax}; dropped once no longer assigned. */
     private final Set<TopicPartition> lagged = ConcurrentHashMap.newKeySet();
+    /** The partitions RDMA serves now (not in a fallback period); read by other threads through metrics(). */
+    private volatile Set<TopicPartition> served = Set.of();
     private final Map<RdmaFetcher.Reason, Sensor> fallbacks = new EnumMap<>(RdmaFetcher.Reason.class);
     /** Standard name -> the RDMA metric added to it. Only the client-level metrics: see the README. */
     private final Map<MetricName, MetricName> adjusted = new LinkedHashMap<>();
@@ -120,10 +122,8 @@ final class RdmaFetchMetrics implements AutoCloseable {
         Sensor s = metrics.getSensor(lagSensor(tp));
         if (s == null) {
             s = metrics.sensor(lagSensor(tp), lagMax);
-            Map<String, String> t = new LinkedHashMap<>(tags);
-            t.put("topic", tp.topic());
-            t.put("partition", String.valueOf(tp.partition()));
-            s.add(metrics.metricName("records-lag", GROUP, "The latest lag in records of the partition, at its last RDMA fetch", t), new Value());
+            s.add(metrics.metricName("records-lag", GROUP, "The latest lag in records of the partition, at its last RDMA fetch",
+                    partitionTags(tp)), new Value());
             lagged.add(tp);
         }
         s.record(lag);
@@ -134,9 +134,25 @@ final class RdmaFetchMetrics implements AutoCloseable {
         for (TopicPartition tp : lagged) {
             if (!assigned.contains(tp)) {
                 metrics.removeSensor(lagSensor(tp));
+                adjustedCache.remove(new MetricName("records-lag", FETCH_MANAGER_GROUP, "", partitionTags(tp)));
                 lagged.remove(tp);
             }
         }
+    }
+
+    void served(Set<TopicPartition> partitions) {
+        served = Set.copyOf(partitions);
+    }
+
+    private MetricName rdmaLag(TopicPartition tp) {
+        return new MetricName("records-lag", GROUP, "", partitionTags(tp));
+    }
+
+    private Map<String, String> partitionTags(TopicPartition tp) {
+        Map<String, String> t = new LinkedHashMap<>(tags);
+        t.put("topic", tp.topic());
+        t.put("partition", String.valueOf(tp.partition()));
+        return t;
     }
 
     private static String lagSensor(TopicPartition tp) {
@@ -161,6 +177,18 @@ final class RdmaFetchMetrics implements AutoCloseable {
                 out.put(e.getKey(), adjustedCache.computeIfAbsent(e.getKey(), k -> new Sum(standard, rdma)));
             }
         }
+        // records-lag of a partition: the RDMA one while RDMA serves it, else the internal consumer's. Both looked up
+        // on each read (the registries' maps are live), since the partition moves between the paths.
+        for (TopicPartition tp : lagged) {
+            MetricName std = new MetricName("records-lag", FETCH_MANAGER_GROUP, "", partitionTags(tp));
+            out.put(std, adjustedCache.computeIfAbsent(std, k -> new PartitionLag(k, kafka, own, rdmaLag(tp), tp, this)));
+        }
+        MetricName lagMaxStd = new MetricName("records-lag-max", FETCH_MANAGER_GROUP, "", tags);
+        Metric kafkaLagMax = kafka.get(lagMaxStd);
+        KafkaMetric rdmaLagMax = own.get(name("records-lag-max", null));
+        if (kafkaLagMax != null && rdmaLagMax != null) {
+            out.put(lagMaxStd, adjustedCache.computeIfAbsent(lagMaxStd, k -> new Larger(kafkaLagMax, rdmaLagMax)));
+        }
         out.putAll(own);
         return out;
     }
@@ -176,10 +204,38 @@ final class RdmaFetchMetrics implements AutoCloseable {
         public Object metricValue() {
             return value(standard) + value(rdma);
         }
+    }
 
-        private static double value(Metric m) {
-            return m.metricValue() instanceof Number n ? n.doubleValue() : 0.0;
+    /** records-lag of one partition: the RDMA path's while RDMA serves it, else the internal consumer's (NaN if none). */
+    private record PartitionLag(MetricName metricName, Map<MetricName, ? extends Metric> kafka, Map<MetricName, KafkaMetric> own,
+                                MetricName rdma, TopicPartition tp, RdmaFetchMetrics owner) implements Metric {
+        @Override
+        public Object metricValue() {
+            Metric m = owner.served.contains(tp) ? own.get(rdma) : kafka.get(metricName);
+            if (m == null) {
+                m = own.get(rdma);
+            }
+            return m == null ? Double.NaN : value(m);
         }
+    }
+
+    /** records-lag-max: the larger of the two paths' (each a windowed max; NaN where a path recorded none). */
+    private record Larger(Metric standard, KafkaMetric rdma) implements Metric {
+        @Override
+        public MetricName metricName() {
+            return standard.metricName();
+        }
+
+        @Override
+        public Object metricValue() {
+            double a = value(standard);
+            double b = value(rdma);
+            return Double.isNaN(a) ? b : Double.isNaN(b) ? a : Math.max(a, b);
+        }
+    }
+
+    private static double value(Metric m) {
+        return m.metricValue() instanceof Number n ? n.doubleValue() : Double.NaN;
     }
 
     @Override

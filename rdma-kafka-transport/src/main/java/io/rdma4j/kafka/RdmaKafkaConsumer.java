@@ -243,7 +243,9 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         fallbackUntilNanos.keySet().retainAll(assigned);
         rdmaMetrics.retainLag(assigned);
         Set<TopicPartition> wanted = new HashSet<>(userPaused);
-        wanted.addAll(rdmaPartitions());
+        List<TopicPartition> rdma = rdmaPartitions();
+        rdmaMetrics.served(Set.copyOf(rdma));
+        wanted.addAll(rdma);
         Set<TopicPartition> paused = delegate.paused();
         List<TopicPartition> toPause = wanted.stream().filter(tp -> !paused.contains(tp)).toList();
         List<TopicPartition> toResume = paused.stream().filter(tp -> !wanted.contains(tp)).toList();

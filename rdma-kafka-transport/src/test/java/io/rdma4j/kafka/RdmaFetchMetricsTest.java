@@ -155,11 +155,17 @@ class RdmaFetchMetricsTest {
                         Map.of("client-id", id, "topic", topic, "partition", "0"));
                 assertThat(value(c, lag)).isEqualTo(1000.0 - got);
                 assertThat(rdma(c, id, "records-lag-max")).isEqualTo(1000.0 - got);
+                // The standard metrics show it too: the internal consumer never fetched this partition.
+                MetricName standardLag = new MetricName("records-lag", "consumer-fetch-manager-metrics", "",
+                        Map.of("client-id", id, "topic", topic, "partition", "0"));
+                assertThat(value(c, standardLag)).isEqualTo(1000.0 - got);
+                assertThat(standard(c, id, "records-lag-max")).isEqualTo(1000.0 - got);
                 RdmaKafkaConsumerTest.pollUntil(c, 1000 - got);
                 assertThat(value(c, lag)).as("caught up").isZero();
+                assertThat(value(c, standardLag)).as("caught up").isZero();
                 c.assign(List.of(new TopicPartition(topic(1), 0)));
                 c.poll(java.time.Duration.ofMillis(10));
-                assertThat(c.metrics()).as("no lag for an unassigned partition").doesNotContainKey(lag);
+                assertThat(c.metrics()).as("no lag for an unassigned partition").doesNotContainKey(lag).doesNotContainKey(standardLag);
             }
         }
     }
