@@ -16,9 +16,10 @@ import org.apache.kafka.common.metrics.stats.Meter;
 import org.apache.kafka.common.metrics.stats.Value;
 import org.apache.kafka.common.utils.Time;
 
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -55,8 +56,13 @@ final class RdmaFetchMetrics implements AutoCloseable {
 
     RdmaFetchMetrics(String clientId) {
         this.tags = Map.of("client-id", clientId);
-        this.metrics = new Metrics(new MetricConfig().tags(tags), List.of(new JmxReporter()), Time.SYSTEM,
-                new KafkaMetricsContext("kafka.consumer"));
+        this.metrics = new Metrics(new MetricConfig().tags(tags), new ArrayList<>(), Time.SYSTEM); // addReporter adds to it
+        // Every registry counts its metrics under the same name as the internal consumer's (kafka-metrics-count);
+        // dropped before JMX sees it, so neither metrics() nor JMX shows a second one.
+        metrics.removeMetric(metrics.metricName("count", "kafka-metrics-count"));
+        JmxReporter jmx = new JmxReporter();
+        jmx.contextChange(new KafkaMetricsContext("kafka.consumer"));
+        metrics.addReporter(jmx);
         records = metrics.sensor("rdma-records");
         records.add(new Meter(name("records-rdma-rate", "The average number of records per second returned from RDMA reads"),
                 name("records-rdma-total", "The total number of records returned from RDMA reads")));
@@ -165,7 +171,8 @@ final class RdmaFetchMetrics implements AutoCloseable {
 
     /**
      * The internal consumer's metrics with the standard client-level {@code records-consumed-*} and
-     * {@code bytes-consumed-*} replaced by ones that add the RDMA counts, plus this consumer's RDMA metrics.
+     * {@code bytes-consumed-*} replaced by ones that add the RDMA counts, {@code records-lag} following the path
+     * that serves each partition, and this consumer's RDMA metrics.
      */
     Map<MetricName, Metric> merged(Map<MetricName, ? extends Metric> kafka) {
         Map<MetricName, Metric> out = new LinkedHashMap<>(kafka);
@@ -189,8 +196,12 @@ final class RdmaFetchMetrics implements AutoCloseable {
         if (kafkaLagMax != null && rdmaLagMax != null) {
             out.put(lagMaxStd, adjustedCache.computeIfAbsent(lagMaxStd, k -> new Larger(kafkaLagMax, rdmaLagMax)));
         }
-        out.putAll(own);
-        return out;
+        own.forEach((name, metric) -> {
+            if (GROUP.equals(name.group())) {
+                out.put(name, metric);
+            }
+        });
+        return Collections.unmodifiableMap(out);
     }
 
     /** A standard metric whose value adds the RDMA metric's to the internal consumer's. */

@@ -91,6 +91,13 @@ class RdmaFetchMetricsTest {
                 assertThat(standard(c, id, "bytes-consumed-total")).isEqualTo((double) log[0]);
                 assertThat(standard(c, id, "records-consumed-rate")).isPositive();
                 assertThat(standard(c, id, "bytes-consumed-rate")).isPositive();
+                // kafka-metrics-count is the internal consumer's: it counts every metric but the RDMA group and the
+                // records-lag this consumer adds for the two partitions the internal consumer never fetched.
+                Map<MetricName, ? extends Metric> all = c.metrics();
+                long internal = all.keySet().stream().filter(n -> !n.group().equals(RdmaFetchMetrics.GROUP)
+                        && !(n.name().equals("records-lag") && n.group().equals("consumer-fetch-manager-metrics"))).count();
+                MetricName count = new MetricName("count", "kafka-metrics-count", "", Map.of("client-id", id));
+                assertThat(((Number) all.get(count).metricValue()).doubleValue()).isEqualTo((double) internal);
             }
         }
     }
