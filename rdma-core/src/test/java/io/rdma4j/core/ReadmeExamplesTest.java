@@ -28,7 +28,7 @@ class ReadmeExamplesTest {
         try (RdmaTransport transport = RdmaTransport.open(TransportConfig.defaults());   // auto: verbs, else tcp
              RdmaTransport other = RdmaTransport.open(TransportConfig.defaults());       // usually another process or host
              Arena arena = Arena.ofShared()) {
-            System.out.println(transport.selection());      // e.g. "tcp (auto: no RDMA device; software provider)"
+            System.out.println(transport.selection());      // e.g. "tcp (auto: no RDMA device found; run rdma4j-doctor.jar for details)"
 
             // Publish memory: peers read it one-sided, without this application on the data path.
             MemorySegment data = arena.allocate(1 << 20);
