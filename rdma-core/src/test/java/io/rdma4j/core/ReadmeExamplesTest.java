@@ -25,9 +25,9 @@ class ReadmeExamplesTest {
 
     @Test
     void transportQuickStart() throws Exception {
-        try (RdmaTransport transport = RdmaTransport.open(TransportConfig.defaults());   // auto: verbs, else tcp
-             RdmaTransport other = RdmaTransport.open(TransportConfig.defaults());       // usually another process or host
-             Arena arena = Arena.ofShared()) {
+        try (Arena arena = Arena.ofShared();   // closes last: published memory outlives the transports serving it
+             RdmaTransport transport = RdmaTransport.open(TransportConfig.defaults());   // auto: verbs, else tcp
+             RdmaTransport other = RdmaTransport.open(TransportConfig.defaults())) {     // usually another process or host
             System.out.println(transport.selection());      // e.g. "tcp (auto: no RDMA device found; run rdma4j-doctor.jar for details)"
 
             // Publish memory: peers read it one-sided, without this application on the data path.

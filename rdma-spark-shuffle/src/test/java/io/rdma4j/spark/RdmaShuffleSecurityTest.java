@@ -78,11 +78,11 @@ class RdmaShuffleSecurityTest {
             InetSocketAddress executor = EndpointRegistry.connect(SparkEnv.get()).lookup(status.location().executorId());
             assertThat(executor).as("the executor registered its endpoint").isNotNull();
 
-            try (RdmaTransport plain = RdmaTransport.open(tcp().build());
+            try (Arena arena = Arena.ofShared();
+                 RdmaTransport plain = RdmaTransport.open(tcp().build());
                  RdmaTransport plainWithSecret = RdmaTransport.open(tcp().sharedSecret(ShuffleSecurity.derive(APP_SECRET)).build());
                  RdmaTransport otherApplication = RdmaTransport.open(tlsKeyedBy("an0ther-applications-secret-4242").build());
-                 RdmaTransport member = RdmaTransport.open(tlsKeyedBy(APP_SECRET).build());
-                 Arena arena = Arena.ofShared()) {
+                 RdmaTransport member = RdmaTransport.open(tlsKeyedBy(APP_SECRET).build())) {
                 assertThat(failure(plain.connect(executor))).as("no secret, no TLS").isInstanceOf(RdmaException.class);
                 assertThat(failure(plainWithSecret.connect(executor))).as("the secret without TLS").isInstanceOf(RdmaException.class);
                 assertThat(failure(otherApplication.connect(executor))).as("another application's secret")

@@ -36,10 +36,12 @@ class LyingPeerTest {
     @Test
     void lyingLookupRepliesCreateNoFileAndAllocateNothing(@TempDir Path dir) throws Exception {
         AtomicReference<byte[]> reply = new AtomicReference<>();
-        try (RdmaTransport peerTransport = RdmaTransport.open(TCP);
+        // The arena closes last: the peer's responder may still hold the published memory for a serve that
+        // finishes just after the reader has its bytes, and closing the transports first waits for it.
+        try (Arena arena = Arena.ofShared();
+             RdmaTransport peerTransport = RdmaTransport.open(TCP);
              RdmaTransport transport = RdmaTransport.open(TCP);
-             RdmaTemplate template = new RdmaTemplate(transport);
-             Arena arena = Arena.ofShared()) {
+             RdmaTemplate template = new RdmaTemplate(transport)) {
             RdmaListener listener = peerTransport.listen(new InetSocketAddress("127.0.0.1", 0), RequestHandlers.of(
                     RequestTypes.SPRING_REGION_LOOKUP, RequestHandler.answering((body, context) -> ByteBuffer.wrap(reply.get()))));
             InetSocketAddress peer = listener.localAddress();
