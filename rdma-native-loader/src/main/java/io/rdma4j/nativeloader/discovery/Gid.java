@@ -40,6 +40,17 @@ public record Gid(int index, byte[] bytes, GidType type, Optional<String> netdev
     }
 
     /** All-zero entries are unused slots of the table. */
+    /** Whether a GID as sysfs prints it ({@code 0000:0000:...}) is all zeros: an empty table entry. */
+    public static boolean isZero(String sysfs) {
+        for (int i = 0; i < sysfs.length(); i++) {
+            char c = sysfs.charAt(i);
+            if (c != '0' && c != ':' && !Character.isWhitespace(c)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     public boolean isZero() {
         for (byte b : bytes) {
             if (b != 0) {

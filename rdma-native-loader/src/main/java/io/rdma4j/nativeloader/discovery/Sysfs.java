@@ -48,11 +48,25 @@ final class Sysfs {
 
     /** Numeric names in numeric order ("2" before "10"), others lexically after. */
     static int naturalOrder(String a, String b) {
-        boolean na = a.chars().allMatch(Character::isDigit) && !a.isEmpty();
-        boolean nb = b.chars().allMatch(Character::isDigit) && !b.isEmpty();
+        boolean na = isNumber(a);
+        boolean nb = isNumber(b);
         if (na && nb) {
-            return Long.compare(Long.parseLong(a), Long.parseLong(b));
+            // without leading zeros, the shorter number is the smaller; no parsing (a GID table has 1024 names)
+            return a.length() != b.length() ? Integer.compare(a.length(), b.length()) : a.compareTo(b);
         }
         return na ? -1 : nb ? 1 : a.compareTo(b);
+    }
+
+    /** Digits only, without a leading zero (except "0" itself): sysfs index names. */
+    static boolean isNumber(String s) {
+        if (s.isEmpty() || s.length() > 18 || (s.length() > 1 && s.charAt(0) == '0')) {
+            return false;
+        }
+        for (int i = 0; i < s.length(); i++) {
+            if (s.charAt(i) < '0' || s.charAt(i) > '9') {
+                return false;
+            }
+        }
+        return true;
     }
 }

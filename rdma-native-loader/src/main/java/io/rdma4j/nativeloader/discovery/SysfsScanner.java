@@ -96,23 +96,21 @@ public final class SysfsScanner {
         List<Gid> gids = new ArrayList<>();
         Path attrs = dir.resolve("gid_attrs");
         for (String i : Sysfs.list(dir.resolve("gids"))) {
-            if (!i.chars().allMatch(Character::isDigit)) {
+            if (!Sysfs.isNumber(i)) {
                 continue;
             }
             Optional<String> text = Sysfs.read(dir.resolve("gids").resolve(i));
-            if (text.isEmpty()) {
+            if (text.isEmpty() || Gid.isZero(text.get())) {
+                // Most of a RoCE table is empty (rxe has 1024 entries): their attributes are not read, since each
+                // read is a file open, and opening a transport scans the table.
                 continue;
             }
             GidType type = Sysfs.read(attrs.resolve("types").resolve(i)).map(GidType::parse).orElse(GidType.UNKNOWN);
             Optional<String> ndev = Sysfs.read(attrs.resolve("ndevs").resolve(i)).filter(s -> !s.isEmpty());
-            Gid gid;
             try {
-                gid = Gid.parse(Integer.parseInt(i), text.get(), type, ndev);
+                gids.add(Gid.parse(Integer.parseInt(i), text.get(), type, ndev));
             } catch (IllegalArgumentException e) {
                 continue; // a malformed entry must not hide the rest of the table
-            }
-            if (!gid.isZero()) {
-                gids.add(gid);
             }
         }
         return new RdmaPort(number, state, phys, link, gids);

@@ -46,6 +46,14 @@ class GidTest {
     }
 
     @Test
+    void sysfsTextOfAnEmptyEntryIsZeroAndAnyOtherIsNot() {
+        assertThat(Gid.isZero("0000:0000:0000:0000:0000:0000:0000:0000\n")).isTrue();
+        assertThat(Gid.isZero("0000:0000:0000:0000:0000:ffff:0a09:0901")).isFalse();
+        assertThat(Gid.isZero("0007:433a:5e60:0000:0000:0000:0000:0000")).isFalse();
+        assertThat(Gid.isZero("0000:0000:0000:0000:0000:0000:0000:0001")).isFalse();
+    }
+
+    @Test
     void rejectsMalformedText() {
         assertThatThrownBy(() -> gid("fe80::1")).isInstanceOf(IllegalArgumentException.class);
     }

@@ -96,8 +96,8 @@ class SysfsScannerTest {
 
     @Test
     void naturalOrderSortsPortsAndGidsNumerically() {
-        List<String> l = new java.util.ArrayList<>(List.of("10", "2", "1", "b", "a"));
+        List<String> l = new java.util.ArrayList<>(List.of("10", "2", "1023", "1", "b", "999", "0", "a"));
         l.sort(Sysfs::naturalOrder);
-        assertThat(l).containsExactly("1", "2", "10", "a", "b");
+        assertThat(l).containsExactly("0", "1", "2", "10", "999", "1023", "a", "b");
     }
 }
