@@ -4,17 +4,15 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -30,14 +28,10 @@ import static org.assertj.core.api.Assertions.fail;
 class DoctorFabricCheckTest {
 
     private static final String SECRET = "fabric-check-secret-0123";
-    private static final Pattern SERVING = Pattern.compile("rdma4j doctor serving on 127\\.0\\.0\\.1:(\\d+) via (.*)");
 
     private final List<Process> servers = new ArrayList<>();
 
     private record Result(int code, String output) {
-    }
-
-    private record Server(Process process, int port, LinkedBlockingQueue<String> lines) {
     }
 
     private static ProcessBuilder doctor(String... args) {
@@ -48,39 +42,14 @@ class DoctorFabricCheckTest {
         return new ProcessBuilder(command).redirectErrorStream(true);
     }
 
-    private Server serve(String... options) throws Exception {
+    private ServingDoctor serve(String... options) throws Exception {
         List<String> args = new ArrayList<>(List.of("--serve", "127.0.0.1:0"));
         args.addAll(List.of(options));
         Process p = doctor(args.toArray(String[]::new)).start();
         servers.add(p);
-        LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
-        Thread.ofVirtual().start(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line; (line = r.readLine()) != null; ) {
-                    lines.add(line);
-                }
-            } catch (IOException ignored) {
-                // the server was stopped
-            }
-        });
-        StringBuilder seen = new StringBuilder();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (System.nanoTime() < deadline) {
-            String line = lines.poll(1, TimeUnit.SECONDS);
-            if (line == null) {
-                if (!p.isAlive()) {
-                    break;
-                }
-                continue;
-            }
-            seen.append(line).append('\n');
-            Matcher m = SERVING.matcher(line);
-            if (m.matches()) {
-                assertThat(m.group(2)).isEqualTo("tcp (configured: software emulation over TCP)");
-                return new Server(p, Integer.parseInt(m.group(1)), lines);
-            }
-        }
-        return fail("the --serve doctor did not announce its port:\n" + seen);
+        ServingDoctor server = ServingDoctor.await(p, "127.0.0.1", Duration.ofSeconds(60));
+        assertThat(server.via()).isEqualTo("tcp (configured: software emulation over TCP)");
+        return server;
     }
 
     private static Result ping(int port, String... options) throws Exception {
@@ -118,7 +87,7 @@ class DoctorFabricCheckTest {
 
     @Test
     void pingPrintsBothProvidersAndVerifiedLatencyAndBandwidth() throws Exception {
-        Server server = serve("provider=tcp");
+        ServingDoctor server = serve("provider=tcp");
         Result r = ping(server.port(), "provider=tcp");
         assertThat(r.code()).as(r.output()).isEqualTo(Doctor.OK);
         String kind = Pattern.quote("one-sided READ emulated over TCP (tcp provider, not RDMA)");
@@ -135,17 +104,14 @@ class DoctorFabricCheckTest {
         Matcher bandwidth = Pattern.compile("\\((\\d+) MiB in").matcher(r.output());
         assertThat(bandwidth.find()).isTrue();
         assertThat(Long.parseLong(bandwidth.group(1))).as("MiB read in the bandwidth phase").isPositive();
-        String served = server.lines().poll(10, TimeUnit.SECONDS);
-        while (served != null && !served.startsWith("ping from ")) {
-            served = server.lines().poll(10, TimeUnit.SECONDS);
-        }
+        String served = server.nextLineStartingWith("ping from ", Duration.ofSeconds(10));
         assertThat(served).as("the server logs the ping").isNotNull()
                 .startsWith("ping from ").endsWith("tcp (configured: software emulation over TCP)");
     }
 
     @Test
     void wrongOrMissingSecretExitsWithAuthenticationFailed() throws Exception {
-        Server server = serve("provider=tcp", "shared-secret=" + SECRET);
+        ServingDoctor server = serve("provider=tcp", "shared-secret=" + SECRET);
         Result wrong = ping(server.port(), "provider=tcp", "shared-secret=not-the-fabric-secret-42");
         assertThat(wrong.code()).as(wrong.output()).isEqualTo(Doctor.AUTHENTICATION_FAILED);
         assertThat(wrong.output()).contains("authentication with ").contains("configure the same shared-secret");

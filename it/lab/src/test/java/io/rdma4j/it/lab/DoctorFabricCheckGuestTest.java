@@ -1,22 +1,20 @@
 package io.rdma4j.it.lab;
 
+import io.rdma4j.core.ServingDoctor;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -59,20 +57,6 @@ class DoctorFabricCheckGuestTest {
         return p;
     }
 
-    private static LinkedBlockingQueue<String> lines(Process p) {
-        LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
-        Thread.ofVirtual().start(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line; (line = r.readLine()) != null; ) {
-                    lines.add(line);
-                }
-            } catch (IOException ignored) {
-                // the process was stopped
-            }
-        });
-        return lines;
-    }
-
     private static String transport(LabDevice device) {
         return device.kind() == LabDevice.Kind.SIW ? "iWARP" : "RoCE v2";
     }
@@ -87,30 +71,10 @@ class DoctorFabricCheckGuestTest {
 
     @Test
     void pingBetweenTwoProcessesReportsVerbsOnBothSidesAndVerifiedReads() throws Exception {
-        Process server = doctor("--serve", device.address() + ":0");
-        LinkedBlockingQueue<String> served = lines(server);
-        Pattern serving = Pattern.compile("rdma4j doctor serving on " + Pattern.quote(device.address()) + ":(\\d+) via (.*)");
-        StringBuilder seen = new StringBuilder();
-        int port = -1;
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
-        while (port < 0 && System.nanoTime() < deadline) {
-            String line = served.poll(1, TimeUnit.SECONDS);
-            if (line == null) {
-                if (!server.isAlive()) {
-                    break;
-                }
-                continue;
-            }
-            seen.append(line).append('\n');
-            Matcher m = serving.matcher(line);
-            if (m.matches()) {
-                port = Integer.parseInt(m.group(1));
-                assertThat(m.group(2)).isEqualTo("verbs (configured: " + device.name() + " port 1, " + transport(device) + ")");
-            }
-        }
-        if (port < 0) {
-            fail("the --serve doctor did not start on " + device.name() + ":\n" + seen);
-        }
+        ServingDoctor server = ServingDoctor.await(doctor("--serve", device.address() + ":0"), device.address(),
+                Duration.ofSeconds(180));
+        assertThat(server.via()).isEqualTo("verbs (configured: " + device.name() + " port 1, " + transport(device) + ")");
+        int port = server.port();
 
         Process ping = doctor("--ping", device.address() + ":" + port, "--latency-reads=200", "--bandwidth-seconds=1");
         String output = new String(ping.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -129,10 +93,7 @@ class DoctorFabricCheckGuestTest {
                 .doesNotContain("restricted method");
         System.out.println(device.name() + " fabric check:\n" + output);
 
-        String logged = served.poll(30, TimeUnit.SECONDS);
-        while (logged != null && !logged.startsWith("ping from ")) {
-            logged = served.poll(30, TimeUnit.SECONDS);
-        }
+        String logged = server.nextLineStartingWith("ping from ", Duration.ofSeconds(30));
         assertThat(logged).as("the server logs the ping").isNotNull().contains(device.address())
                 .endsWith("verbs (configured: " + device.name() + " port 1, " + transport(device) + ")");
     }
