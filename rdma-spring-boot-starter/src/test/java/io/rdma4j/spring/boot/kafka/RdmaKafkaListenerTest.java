@@ -3,6 +3,7 @@ package io.rdma4j.spring.boot.kafka;
 import io.rdma4j.core.metrics.OperationType;
 import io.rdma4j.kafka.KafkaBrokerProcess;
 import io.rdma4j.kafka.RdmaKafkaConsumer;
+import io.rdma4j.kafka.RdmaKafkaConsumerTest;
 import io.rdma4j.kafka.exporter.ExporterConfig;
 import io.rdma4j.kafka.exporter.LogExporter;
 import org.apache.kafka.clients.admin.Admin;
@@ -15,7 +16,6 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.test.KafkaClusterTestKit;
 import org.apache.kafka.common.test.TestKitNodes;
@@ -36,7 +36,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -196,19 +195,8 @@ class RdmaKafkaListenerTest {
         try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
             admin.createTopics(List.of(new NewTopic(TOPIC, 2, (short) 1))).all().get();
             // Wait for the leaders: a produce before that fails NOT_LEADER and may lose its first batch.
-            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-            while (true) {
-                try {
-                    admin.listOffsets(Map.of(new TopicPartition(TOPIC, 0), OffsetSpec.latest(),
-                            new TopicPartition(TOPIC, 1), OffsetSpec.latest())).all().get();
-                    return;
-                } catch (ExecutionException e) {
-                    if (!(e.getCause() instanceof RetriableException) || System.nanoTime() > deadline) {
-                        throw e;
-                    }
-                    Thread.sleep(50);
-                }
-            }
+            RdmaKafkaConsumerTest.awaitLeaders(admin, Map.of(new TopicPartition(TOPIC, 0), OffsetSpec.latest(),
+                    new TopicPartition(TOPIC, 1), OffsetSpec.latest()));
         }
     }
 
