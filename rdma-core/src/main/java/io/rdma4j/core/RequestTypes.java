@@ -17,6 +17,8 @@ public final class RequestTypes {
     public static final int DOCTOR_HELLO = 0x0001;
     /** Kafka: the segments of a topic-partition from an offset (the log exporter's directory). */
     public static final int KAFKA_DIRECTORY = 0x0100;
+    /** Kafka: the aborted transactions that overlap an offset range of a topic-partition (for read_committed). */
+    public static final int KAFKA_ABORTED_TRANSACTIONS = 0x0101;
     /** Spark: the region descriptors of map outputs on an executor. */
     public static final int SPARK_DESCRIBE_MAP_OUTPUTS = 0x0200;
     /** Spring Boot: the descriptor of a region published under a name. */

@@ -11,6 +11,7 @@ import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.metrics.stats.Avg;
 import org.apache.kafka.common.metrics.stats.CumulativeCount;
+import org.apache.kafka.common.metrics.stats.CumulativeSum;
 import org.apache.kafka.common.metrics.stats.Max;
 import org.apache.kafka.common.metrics.stats.Meter;
 import org.apache.kafka.common.metrics.stats.Value;
@@ -46,6 +47,8 @@ final class RdmaFetchMetrics implements AutoCloseable {
     private final Sensor lagMax;
     /** Partitions with a lag sensor, each the child of {@link #lagMax}; dropped once no longer assigned. */
     private final Set<TopicPartition> lagged = ConcurrentHashMap.newKeySet();
+    /** Partitions with a records sensor, each the child of {@link #records}; dropped once no longer assigned. */
+    private final Set<TopicPartition> counted = ConcurrentHashMap.newKeySet();
     /** The partitions RDMA serves now (not in a fallback period); read by other threads through metrics(). */
     private volatile Set<TopicPartition> served = Set.of();
     private final Map<RdmaFetcher.Reason, Sensor> fallbacks = new EnumMap<>(RdmaFetcher.Reason.class);
@@ -102,8 +105,16 @@ final class RdmaFetchMetrics implements AutoCloseable {
         return new MetricName(name, FETCH_MANAGER_GROUP, "", tags);
     }
 
-    void records(int n) {
-        records.record(n);
+    /** {@code n} records of {@code tp} returned from an RDMA fetch: counted for the partition and the client. */
+    void records(TopicPartition tp, int n) {
+        Sensor s = metrics.getSensor(recordsSensor(tp));
+        if (s == null) {
+            s = metrics.sensor(recordsSensor(tp), records);
+            s.add(metrics.metricName("records-rdma-total", GROUP, "The total number of records of the partition returned from RDMA reads",
+                    partitionTags(tp)), new CumulativeSum());
+            counted.add(tp);
+        }
+        s.record(n);
     }
 
     void batch(long sizeInBytes) {
@@ -135,8 +146,14 @@ final class RdmaFetchMetrics implements AutoCloseable {
         s.record(lag);
     }
 
-    /** Drops the lag of partitions no longer assigned, as Kafka's fetcher does. */
-    void retainLag(Set<TopicPartition> assigned) {
+    /** Drops the per-partition metrics of partitions no longer assigned, as Kafka's fetcher does. */
+    void retainPartitions(Set<TopicPartition> assigned) {
+        for (TopicPartition tp : counted) {
+            if (!assigned.contains(tp)) {
+                metrics.removeSensor(recordsSensor(tp));
+                counted.remove(tp);
+            }
+        }
         for (TopicPartition tp : lagged) {
             if (!assigned.contains(tp)) {
                 metrics.removeSensor(lagSensor(tp));
@@ -163,6 +180,10 @@ final class RdmaFetchMetrics implements AutoCloseable {
 
     private static String lagSensor(TopicPartition tp) {
         return "rdma-records-lag." + tp;
+    }
+
+    private static String recordsSensor(TopicPartition tp) {
+        return "rdma-records." + tp;
     }
 
     void readNanos(long nanos) {

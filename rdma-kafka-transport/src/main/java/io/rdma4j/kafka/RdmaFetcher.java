@@ -1,14 +1,17 @@
 package io.rdma4j.kafka;
 
 import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RemoteAccessException;
+import io.rdma4j.core.RemoteRequestException;
 import io.rdma4j.core.RequestTypes;
 import io.rdma4j.core.pool.PoolConfig;
 import io.rdma4j.core.pool.PooledBuffer;
 import io.rdma4j.core.pool.RegisteredBufferPool;
+import io.rdma4j.kafka.protocol.AbortedTransactions;
 import io.rdma4j.kafka.protocol.BatchHeaders;
 import io.rdma4j.kafka.protocol.SegmentDirectory;
 import io.rdma4j.kafka.protocol.Watermark;
@@ -64,7 +67,8 @@ final class RdmaFetcher implements AutoCloseable {
         BELOW_LOG_START("below-log-start", "the offset is below the exported log start"),
         CORRUPT_BATCH("corrupt-batch", "a batch read by RDMA failed its CRC check"),
         READ_FAILED("read-failed", "the RDMA READ or segment lookup failed"),
-        DIRECTORY_CHANGING("directory-changing", "the segment directory kept changing");
+        DIRECTORY_CHANGING("directory-changing", "the segment directory kept changing"),
+        ABORTED_TRANSACTIONS("aborted-transactions", "the exporter could not tell the aborted transactions of the range");
 
         private final String tag;
         private final String words;
@@ -97,6 +101,7 @@ final class RdmaFetcher implements AutoCloseable {
     final LongAdder bytes = new LongAdder();
     final LongAdder crcFailures = new LongAdder();
     final LongAdder directoryRequests = new LongAdder();
+    final LongAdder abortedTransactionRequests = new LongAdder();
     /** Fetches retried at once after a rejected READ or a closed connection. */
     final LongAdder reconnects = new LongAdder();
 
@@ -113,13 +118,20 @@ final class RdmaFetcher implements AutoCloseable {
 
     /** Null where nobody reads them (unit tests of the fetcher alone). */
     private final RdmaFetchMetrics metrics;
+    /**
+     * {@code isolation.level=read_committed}: nothing at or above the last stable offset is returned, and aborted
+     * transactions, learnt from the exporter for the range read, are dropped.
+     */
+    private final boolean readCommitted;
 
     RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff) {
-        this(transport, exporter, reconnectBackoff, null);
+        this(transport, exporter, reconnectBackoff, null, false);
     }
 
-    RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff, RdmaFetchMetrics metrics) {
+    RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff, RdmaFetchMetrics metrics,
+                boolean readCommitted) {
         this.metrics = metrics;
+        this.readCommitted = readCommitted;
         this.transport = transport;
         this.exporter = exporter;
         this.reconnectBackoff = reconnectBackoff;
@@ -137,7 +149,7 @@ final class RdmaFetcher implements AutoCloseable {
         if (metrics != null) {
             switch (r) {
                 case Records<?, ?> records -> {
-                    metrics.records(records.records().size());
+                    metrics.records(tp, records.records().size());
                     metrics.lag(tp, Math.max(0, records.highWatermark() - records.nextOffset()));
                 }
                 case Fallback f -> metrics.fallback(f.kind());
@@ -206,8 +218,11 @@ final class RdmaFetcher implements AutoCloseable {
         if (position < w.logStartOffset()) {
             return new Fallback(Reason.BELOW_LOG_START, "offset " + position + " is below the log start " + w.logStartOffset());
         }
-        if (position >= w.highWatermark()) {
-            return new Records<K, V>(List.of(), position, Optional.empty(), w.highWatermark());
+        // What may be returned ends at the high watermark, or for read_committed at the last stable offset (which
+        // is also what Kafka measures that consumer's lag against).
+        long end = readCommitted ? w.lastStableOffset() : w.highWatermark();
+        if (position >= end) {
+            return new Records<K, V>(List.of(), position, Optional.empty(), end);
         }
         for (int hops = 0; hops < 4; hops++) {
             SegmentDirectory.Segment seg = segment(st, st.cursorSegmentBase);
@@ -227,7 +242,7 @@ final class RdmaFetcher implements AutoCloseable {
             long validEnd = seg.baseOffset() == w.hwSegmentBase() ? Math.min(w.hwPosition(), seg.exportedLength()) : seg.exportedLength();
             if (st.cursorPosition >= validEnd) {
                 if (seg.baseOffset() == w.hwSegmentBase()) {
-                    return new Records<K, V>(List.of(), position, Optional.empty(), w.highWatermark());
+                    return new Records<K, V>(List.of(), position, Optional.empty(), end);
                 }
                 SegmentDirectory.Segment next = nextSegment(st, seg.baseOffset());
                 if (next == null) {
@@ -239,13 +254,14 @@ final class RdmaFetcher implements AutoCloseable {
                 st.cursorPosition = 0;
                 continue;
             }
-            return readBatches(c, tp, st, seg, validEnd, w.highWatermark(), position, maxRecords, maxBytes, keys, values);
+            return readBatches(c, tp, st, seg, validEnd, end, position, maxRecords, maxBytes, keys, values);
         }
         return new Fallback(Reason.DIRECTORY_CHANGING, "segment directory of " + tp + " keeps changing");
     }
 
+    /** @param end the offset nothing at or above is returned: the high watermark, or the last stable offset */
     private <K, V> Result readBatches(RdmaConnection c, TopicPartition tp, PartitionState st, SegmentDirectory.Segment seg,
-                                      long validEnd, long highWatermark, long position, int maxRecords, int maxBytes,
+                                      long validEnd, long end, long position, int maxRecords, int maxBytes,
                                       Deserializer<K> keys, Deserializer<V> values) {
         long length = Math.min(validEnd - st.cursorPosition, Math.max(maxBytes, BatchHeaders.LOG_OVERHEAD));
         PooledBuffer buffer = read(c, seg, st.cursorPosition, length);
@@ -269,8 +285,18 @@ final class RdmaFetcher implements AutoCloseable {
             long pos = st.cursorPosition;
             Optional<Integer> epoch = Optional.empty();
             // Zero-copy: batches are parsed in place in the registered buffer.
+            List<RecordBatchParser.Batch> read = RecordBatchParser.batches(buffer.segment().asByteBuffer());
+            ReadCommittedFilter aborted = null;
+            if (readCommitted) {
+                StableRange stable = stableRange(c, tp, read, position, end);
+                if (stable.fallback() != null) {
+                    return stable.fallback();
+                }
+                read = read.subList(0, stable.batches());
+                aborted = stable.filter();
+            }
             batches:
-            for (RecordBatchParser.Batch batch : RecordBatchParser.batches(buffer.segment().asByteBuffer())) {
+            for (RecordBatchParser.Batch batch : read) {
                 batch.ensureValid(); // CRC32C over the batch: a corrupt batch is never returned.
                 batches.increment();
                 bytes.add(batch.sizeInBytes());
@@ -283,6 +309,11 @@ final class RdmaFetcher implements AutoCloseable {
                 }
                 epoch = batch.partitionLeaderEpoch() < 0
                         ? Optional.empty() : Optional.of(batch.partitionLeaderEpoch());
+                if (aborted != null && aborted.isAborted(batch)) {
+                    next = Math.max(next, batch.nextOffset());
+                    pos += batch.sizeInBytes();
+                    continue;
+                }
                 if (!batch.isControlBatch()) {
                     for (RecordBatchParser.ParsedRecord r : batch.records()) {
                         if (r.offset() < next) {
@@ -311,10 +342,76 @@ final class RdmaFetcher implements AutoCloseable {
             records.add(out.size());
             st.cursorOffset = next;
             st.cursorPosition = pos;
-            return new Records<>(out, next, epoch, highWatermark);
+            return new Records<>(out, next, epoch, end);
         } finally {
             buffer.close();
         }
+    }
+
+    /**
+     * For read_committed: how many of the batches read lie wholly below the last stable offset (a transaction's
+     * batches start at or above it until it completes), and the filter that drops the aborted ones among them, or
+     * the fallback when the exporter cannot tell the aborted transactions. Only transactional batches can be
+     * aborted, so a range without one needs no request. Header fields are read before the CRC check here; every
+     * batch used is checked afterwards, so a corrupt header ends in the CRC failure, not in wrong records.
+     */
+    private StableRange stableRange(RdmaConnection c, TopicPartition tp, List<RecordBatchParser.Batch> read,
+                                    long position, long lastStableOffset) {
+        int stable = 0;
+        long rangeEnd = position;
+        boolean transactional = false;
+        for (RecordBatchParser.Batch b : read) {
+            if (b.lastOffset() >= lastStableOffset) {
+                break;
+            }
+            stable++;
+            if (b.lastOffset() >= position) {
+                transactional |= b.isTransactional();
+                rangeEnd = b.nextOffset();
+            }
+        }
+        if (!transactional) {
+            return new StableRange(stable, null, null);
+        }
+        AbortedTransactions.Request request = new AbortedTransactions.Request(tp.topic(), tp.partition(), position, rangeEnd);
+        AbortedTransactions.Response r;
+        abortedTransactionRequests.increment();
+        try {
+            r = AbortedTransactions.Response.fromBytes(c.requestAndWait(RequestTypes.KAFKA_ABORTED_TRANSACTIONS,
+                    ByteBuffer.wrap(request.toBytes())), request);
+        } catch (ProtocolException | RemoteRequestException e) {
+            return new StableRange(0, null, new Fallback(Reason.ABORTED_TRANSACTIONS,
+                    "aborted transactions of " + tp + " in [" + position + ", " + rangeEnd + "): " + e));
+        }
+        switch (r.status()) {
+            case OK -> { }
+            case SEGMENTS_CHANGING -> {
+                return new StableRange(0, null, new Fallback(Reason.DIRECTORY_CHANGING,
+                        "segments of " + tp + " are being replaced while its aborted transactions are looked up"));
+            }
+            default -> {
+                return new StableRange(0, null, new Fallback(Reason.ABORTED_TRANSACTIONS,
+                        "aborted transactions of " + tp + " in [" + position + ", " + rangeEnd + "): " + r.status()));
+            }
+        }
+        // A reply covering less than the range (more aborted transactions than one reply holds) serves the batches
+        // that end below what it covers.
+        int covered = 0;
+        for (RecordBatchParser.Batch b : read.subList(0, stable)) {
+            if (b.lastOffset() >= r.coveredUpTo()) {
+                break;
+            }
+            covered++;
+        }
+        if (covered == 0 || read.get(covered - 1).lastOffset() < position) {
+            return new StableRange(0, null, new Fallback(Reason.ABORTED_TRANSACTIONS, r.transactions().size()
+                    + " aborted transactions overlap offset " + position + " of " + tp + ", more than one reply holds"));
+        }
+        return new StableRange(covered, new ReadCommittedFilter(r.transactions()), null);
+    }
+
+    /** The first {@code batches} read may be used, through {@code filter} when not null; or else {@code fallback}. */
+    private record StableRange(int batches, ReadCommittedFilter filter, Fallback fallback) {
     }
 
     private PooledBuffer read(RdmaConnection c, SegmentDirectory.Segment seg, long offset, long length) {

@@ -49,8 +49,9 @@ import java.util.regex.Pattern;
  * cannot serve (exporter unreachable, offset not exported or below the log start, corrupt batch) is
  * handed back to the normal fetch path for {@code rdma.fetch.fallback.backoff.ms}.
  *
- * <p>{@code isolation.level=read_committed}: every partition uses the normal fetch path, because
- * skipping aborted transactions needs the broker's aborted-transaction index, which is not exported.
+ * <p>{@code isolation.level=read_committed} is served by RDMA too: records stop at the last stable offset the
+ * exporter publishes, and the aborted transactions of each range read are asked of the exporter (which reads the
+ * segments' transaction indexes), so aborted and control batches are skipped exactly as {@code KafkaConsumer} skips them.
  */
 public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
 
@@ -70,7 +71,6 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     private final RdmaConsumerConfig rdmaConfig;
     private final RdmaTransport transport;
     private final RdmaFetcher fetcher;
-    private final boolean readCommitted;
     private final int maxPollRecords;
     private final int maxPartitionFetchBytes;
     private final Set<TopicPartition> userPaused = new HashSet<>();
@@ -89,17 +89,17 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
             kafka.put(ConsumerConfig.INTERCEPTOR_CLASSES_CONFIG, InterceptorBridge.class.getName());
             kafka.put(InterceptorBridge.TARGETS, interceptors);
         }
-        this.readCommitted = "read_committed".equals(String.valueOf(kafka.getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "")).trim().toLowerCase(Locale.ROOT));
+        boolean readCommitted = "read_committed".equals(String.valueOf(kafka.getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "")).trim().toLowerCase(Locale.ROOT));
         this.maxPollRecords = intValue(kafka, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, ConsumerConfig.DEFAULT_MAX_POLL_RECORDS);
         this.maxPartitionFetchBytes = intValue(kafka, ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, ConsumerConfig.DEFAULT_MAX_PARTITION_FETCH_BYTES);
         this.delegate = new KafkaConsumer<>(kafka, this.keyDeserializer, this.valueDeserializer);
         this.rdmaMetrics = new RdmaFetchMetrics(clientId(delegate));
         RdmaTransport t = null;
         RdmaFetcher f = null;
-        if (rdmaConfig.enabled() && !readCommitted) {
+        if (rdmaConfig.enabled()) {
             try {
                 t = RdmaTransport.open(rdmaConfig.transport());
-                f = new RdmaFetcher(t, rdmaConfig.exporterAddress(), rdmaConfig.fallbackBackoff(), rdmaMetrics);
+                f = new RdmaFetcher(t, rdmaConfig.exporterAddress(), rdmaConfig.fallbackBackoff(), rdmaMetrics, readCommitted);
             } catch (RuntimeException e) {
                 if (t != null) {
                     t.close();
@@ -107,8 +107,6 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                 }
                 LOG.warn("RDMA fetching is off for this consumer, every partition uses the normal fetch path: {}", e.getMessage());
             }
-        } else if (readCommitted) {
-            LOG.info("isolation.level=read_committed: this consumer fetches through Kafka (aborted transactions are not exported)");
         }
         this.transport = t;
         this.fetcher = f;
@@ -139,7 +137,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         return fetcher == null ? 0 : fetcher.crcFailures.sum();
     }
 
-    /** Whether this consumer fetches by RDMA at all (false for read_committed, or when the transport failed to open). */
+    /** Whether this consumer fetches by RDMA at all (false when the transport failed to open). */
     public boolean rdmaActive() {
         return fetcher != null;
     }
@@ -241,7 +239,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         Set<TopicPartition> assigned = delegate.assignment();
         userPaused.retainAll(assigned); // KafkaConsumer forgets the pause of a revoked partition too.
         fallbackUntilNanos.keySet().retainAll(assigned);
-        rdmaMetrics.retainLag(assigned);
+        rdmaMetrics.retainPartitions(assigned);
         Set<TopicPartition> wanted = new HashSet<>(userPaused);
         List<TopicPartition> rdma = rdmaPartitions();
         rdmaMetrics.served(Set.copyOf(rdma));

@@ -7,22 +7,28 @@ import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegionDescriptor;
 import io.rdma4j.core.RequestHandler;
 import io.rdma4j.core.RequestHandlers;
+import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.RequestRefusedException;
 import io.rdma4j.core.RequestTypes;
 import io.rdma4j.core.TransportConfig;
+import io.rdma4j.kafka.protocol.AbortedTransactions;
 import io.rdma4j.kafka.protocol.RecordBatchParser;
 import io.rdma4j.kafka.protocol.SegmentDirectory;
+import io.rdma4j.kafka.protocol.TestBatches;
 import io.rdma4j.kafka.protocol.Watermark;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.CorruptRecordException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.junit.jupiter.api.Test;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.zip.CRC32C;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -95,6 +101,99 @@ class LyingExporterTest {
         assertThat(RecordBatchParser.batches(honest).getFirst().records()).hasSize(1);
     }
 
+    /**
+     * A partition holding A's aborted transaction (offsets 0-1, abort marker at 3) around a plain record at 2, and a
+     * plain record at 4, served from registered memory. Whatever the exporter answers about aborted transactions, a
+     * read_committed fetch returns the committed records or falls back; never an aborted one.
+     */
+    @Test
+    void aLyingAbortedTransactionsReplyFallsBackAndNeverReturnsAnAbortedRecord() throws Exception {
+        long a = 7;
+        ByteBuffer log = TestBatches.concat(TestBatches.data(0, 2, a, true), TestBatches.data(2, 1, 9, false),
+                TestBatches.marker(3, a, true), TestBatches.data(4, 1, 9, false));
+        AtomicReference<java.util.function.Function<AbortedTransactions.Request, AbortedTransactions.Response>> forged =
+                new AtomicReference<>();
+        AtomicReference<AbortedTransactions.Request> asked = new AtomicReference<>();
+        try (RdmaTransport exporter = RdmaTransport.open(TCP); RdmaTransport consumer = RdmaTransport.open(TCP);
+             Arena arena = Arena.ofShared()) {
+            MemorySegment segmentMemory = arena.allocate(log.remaining(), 8);
+            segmentMemory.asByteBuffer().put(log.duplicate());
+            RegisteredRegion segment = exporter.register(segmentMemory, Access.remoteRead());
+            RegisteredRegion watermark = exporter.register(arena.allocate(Watermark.SIZE, 8), Access.remoteRead());
+            SegmentDirectory.Response directory = new SegmentDirectory.Response(SegmentDirectory.Status.OK, watermark.descriptor(), 0,
+                    List.of(new SegmentDirectory.Segment(0, log.remaining(), false, segment.descriptor())));
+            RdmaListener listener = exporter.listen(new InetSocketAddress("127.0.0.1", 0), RequestHandlers
+                    .of(RequestTypes.KAFKA_DIRECTORY, RequestHandler.answering((body, context) -> ByteBuffer.wrap(directory.toBytes())))
+                    .and(RequestTypes.KAFKA_ABORTED_TRANSACTIONS, RequestHandler.answering((body, context) -> {
+                        asked.set(AbortedTransactions.Request.fromBytes(body));
+                        AbortedTransactions.Response r = forged.get().apply(asked.get());
+                        if (r == null) {
+                            throw new RequestRefusedException("the transaction index cannot be read");
+                        }
+                        return ByteBuffer.wrap(r.toBytes());
+                    })));
+            java.util.function.LongConsumer lastStable = lso -> new Watermark(5, 0, log.remaining(), 0, lso, 0, 1,
+                    System.currentTimeMillis()).writeTo(watermark.segment());
+            lastStable.accept(5);
+            AbortedTransactions.Aborted aborted = new AbortedTransactions.Aborted(a, 0, 3);
+            try (RdmaFetcher committed = new RdmaFetcher(consumer, listener.localAddress(), Duration.ofSeconds(1), null, true);
+                 RdmaFetcher uncommitted = new RdmaFetcher(consumer, listener.localAddress(), Duration.ofSeconds(1))) {
+                // read_uncommitted returns the aborted records and never asks
+                assertThat(offsets(uncommitted.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES))).containsExactly(0L, 1L, 2L, 4L);
+                assertThat(uncommitted.abortedTransactionRequests.sum()).isZero();
+
+                // honest: the aborted batch and the marker are skipped, the position moves past them
+                forged.set(request -> new AbortedTransactions.Response(AbortedTransactions.Status.OK, request.toOffset(), List.of(aborted)));
+                RdmaFetcher.Result honest = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
+                assertThat(offsets(honest)).containsExactly(2L, 4L);
+                assertThat(((RdmaFetcher.Records<?, ?>) honest).nextOffset()).isEqualTo(5);
+                assertThat(asked.get()).isEqualTo(new AbortedTransactions.Request(TP.topic(), TP.partition(), 0, 5));
+
+                // nothing at or above the last stable offset: the record at 4 waits
+                lastStable.accept(4);
+                RdmaFetcher.Result belowStable = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
+                assertThat(offsets(belowStable)).containsExactly(2L);
+                assertThat(((RdmaFetcher.Records<?, ?>) belowStable).nextOffset()).isEqualTo(4);
+                assertThat(asked.get().toOffset()).as("asked only up to the stable batches").isEqualTo(4);
+                lastStable.accept(5);
+
+                // a reply covering part of the range serves the batches below what it covers
+                forged.set(request -> new AbortedTransactions.Response(AbortedTransactions.Status.OK, 3, List.of(aborted)));
+                RdmaFetcher.Result partly = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
+                assertThat(offsets(partly)).containsExactly(2L);
+                assertThat(((RdmaFetcher.Records<?, ?>) partly).nextOffset()).isEqualTo(3);
+
+                List<AbortedTransactions.Response> unusable = new ArrayList<>(List.of(
+                        new AbortedTransactions.Response(AbortedTransactions.Status.OK, 6, List.of(aborted)),      // covers past the range
+                        new AbortedTransactions.Response(AbortedTransactions.Status.OK, 5,
+                                List.of(new AbortedTransactions.Aborted(a, 3, 1))),                                   // marker before start
+                        new AbortedTransactions.Response(AbortedTransactions.Status.OK, 5,
+                                List.of(new AbortedTransactions.Aborted(a, 9, 12))),                                  // outside the range
+                        new AbortedTransactions.Response(AbortedTransactions.Status.OK, 0, List.of(aborted)),      // covers nothing
+                        AbortedTransactions.Response.of(AbortedTransactions.Status.OFFSET_NOT_EXPORTED)));
+                unusable.add(null); // refused
+                for (AbortedTransactions.Response lie : unusable) {
+                    forged.set(request -> lie);
+                    RdmaFetcher.Result r = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
+                    assertThat(r).as("%s", lie).isInstanceOf(RdmaFetcher.Fallback.class);
+                    assertThat(((RdmaFetcher.Fallback) r).kind()).as("%s", lie).isEqualTo(RdmaFetcher.Reason.ABORTED_TRANSACTIONS);
+                    assertThat(committed.pool.outstandingBuffers()).isZero();
+                }
+                forged.set(request -> AbortedTransactions.Response.of(AbortedTransactions.Status.SEGMENTS_CHANGING));
+                RdmaFetcher.Result changing = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
+                assertThat(((RdmaFetcher.Fallback) changing).kind()).isEqualTo(RdmaFetcher.Reason.DIRECTORY_CHANGING);
+                assertThat(committed.abortedTransactionRequests.sum()).isEqualTo(4 + unusable.size());
+            }
+        }
+    }
+
+    private static final ByteArrayDeserializer BYTES = new ByteArrayDeserializer();
+
+    private static List<Long> offsets(RdmaFetcher.Result r) {
+        assertThat(r).isInstanceOf(RdmaFetcher.Records.class);
+        return ((RdmaFetcher.Records<?, ?>) r).records().stream().map(c -> c.offset()).toList();
+    }
+
     private static String fetch(RdmaFetcher fetcher) {
         RdmaFetcher.Result r = fetcher.fetch(TP, 0, 10, 1 << 16, new ByteArrayDeserializer(), new ByteArrayDeserializer());
         assertThat(r).isInstanceOf(RdmaFetcher.Fallback.class);
@@ -103,12 +202,6 @@ class LyingExporterTest {
 
     /** A v2 batch at offset 0 with {@code recordCount} in its header and {@code records} as its record bytes. */
     private static ByteBuffer batch(int recordCount, byte[] records) {
-        ByteBuffer b = ByteBuffer.allocate(61 + records.length);
-        b.putLong(0).putInt(61 + records.length - 12).putInt(0).put((byte) 2).putInt(0).putShort((short) 0)
-                .putInt(0).putLong(0).putLong(0).putLong(-1).putShort((short) -1).putInt(-1).putInt(recordCount).put(records);
-        CRC32C crc = new CRC32C();
-        crc.update(b.duplicate().position(21).limit(b.capacity()));
-        b.putInt(17, (int) crc.getValue());
-        return b.flip().position(0).limit(b.capacity());
+        return TestBatches.batch(0, 0, TestBatches.NO_PRODUCER, 0, recordCount, records);
     }
 }

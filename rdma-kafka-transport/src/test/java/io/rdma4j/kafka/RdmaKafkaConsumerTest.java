@@ -109,13 +109,156 @@ public class RdmaKafkaConsumerTest {
         }
         // read_uncommitted: aborted records are returned too, control batches skipped, all by RDMA.
         assertSameAsPlain(topic, 1, 500, Map.of());
-        // read_committed: the documented fallback to the normal fetch path; results still identical.
-        List<Seen> plain = consume(plainConsumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed")), topic, 1, 350);
-        try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
-            assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaActive()).isFalse();
-            assertThat(consume(c, topic, 1, 350)).isEqualTo(plain);
+        // read_committed: aborted transactions skipped, all by RDMA too.
+        assertSameAsPlain(topic, 1, 350, Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"));
+    }
+
+    /** Two transactional producers (A aborts every third round, B every other) and a plain one, all into every partition. */
+    private static final int ROUNDS = 6;
+    private static final int PER_TRANSACTION_HALF = 30;
+    private static final int PLAIN_IN_TRANSACTIONS = 20;
+    private static final int PLAIN_BETWEEN_MARKERS = 9;
+
+    private static boolean abortsA(int round) {
+        return round % 3 == 1;
+    }
+
+    private static boolean abortsB(int round) {
+        return round % 2 == 0;
+    }
+
+    @Test
+    void transactionsSpanningSegmentRollsWithPlainWritesMatchKafkaConsumerInBothIsolationLevels() throws Exception {
+        int partitions = 3;
+        // segment.ms rolls a partition's segment at its first append 300 ms after the segment began, so each
+        // transaction, written in two halves 350 ms apart, spans a roll in every partition.
+        String topic = topic(partitions, Map.of("segment.ms", "300"));
+        try (Producer<String, String> a = new KafkaProducer<>(producerProps(Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "a-" + topic)));
+             Producer<String, String> b = new KafkaProducer<>(producerProps(Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "b-" + topic)));
+             Producer<String, String> plain = new KafkaProducer<>(producerProps(Map.of()))) {
+            a.initTransactions();
+            b.initTransactions();
+            for (int round = 0; round < ROUNDS; round++) {
+                a.beginTransaction();
+                b.beginTransaction();
+                for (int half = 0; half < 2; half++) {
+                    sendSpread(a, topic, partitions, "a" + round + "-" + half, PER_TRANSACTION_HALF);
+                    sendSpread(plain, topic, partitions, "p" + round + "-" + half, PLAIN_IN_TRANSACTIONS);
+                    sendSpread(b, topic, partitions, "b" + round + "-" + half, PER_TRANSACTION_HALF);
+                    // flushed, so aborted records reach the log (abort drops unsent ones)
+                    a.flush();
+                    plain.flush();
+                    b.flush();
+                    if (half == 0) {
+                        Thread.sleep(350);
+                    }
+                }
+                if (abortsA(round)) {
+                    a.abortTransaction();
+                } else {
+                    a.commitTransaction();
+                }
+                sendSpread(plain, topic, partitions, "p" + round + "-between", PLAIN_BETWEEN_MARKERS);
+                plain.flush();
+                if (abortsB(round)) {
+                    b.abortTransaction();
+                } else {
+                    b.commitTransaction();
+                }
+            }
         }
-        assertThat(plain).hasSize(350);
+        int all = ROUNDS * (4 * PER_TRANSACTION_HALF + 2 * PLAIN_IN_TRANSACTIONS + PLAIN_BETWEEN_MARKERS);
+        int abortedRounds = (int) java.util.stream.IntStream.range(0, ROUNDS).filter(RdmaKafkaConsumerTest::abortsA).count()
+                + (int) java.util.stream.IntStream.range(0, ROUNDS).filter(RdmaKafkaConsumerTest::abortsB).count();
+        int committed = all - abortedRounds * 2 * PER_TRANSACTION_HALF;
+        assertThat(abortedTransactionsSpanningRolls(topic, partitions)).as("aborted transactions that began in an earlier segment")
+                .isPositive();
+        for (int p = 0; p < partitions; p++) {
+            TopicPartition tp = new TopicPartition(topic, p);
+            long end = admin.listOffsets(Map.of(tp, org.apache.kafka.clients.admin.OffsetSpec.latest())).partitionResult(tp).get().offset();
+            awaitExported(tp, end);
+        }
+
+        Map<String, Object> uncommitted = Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
+        List<Seen> plainUncommitted = consume(plainConsumer(uncommitted), topic, partitions, all);
+        long asked = exporter.abortedTransactionRequests();
+        try (Consumer<String, String> c = rdmaConsumer(uncommitted)) {
+            assertThat(readAll(c, topic, partitions, all)).isEqualTo(plainUncommitted);
+            assertEveryRecordByRdma(c, plainUncommitted, "transactional topic, read_uncommitted");
+        }
+        assertThat(exporter.abortedTransactionRequests()).as("read_uncommitted never asks for aborted transactions").isEqualTo(asked);
+        assertThat(plainUncommitted).extracting(Seen::value).anyMatch(v -> v.startsWith("a1-")).anyMatch(v -> v.startsWith("b0-"));
+
+        Map<String, Object> readCommitted = Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        List<Seen> plainCommitted = consume(plainConsumer(readCommitted), topic, partitions, committed);
+        try (Consumer<String, String> c = rdmaConsumer(readCommitted)) {
+            assertThat(readAll(c, topic, partitions, committed)).isEqualTo(plainCommitted);
+            assertEveryRecordByRdma(c, plainCommitted, "transactional topic, read_committed");
+        }
+        assertThat(exporter.abortedTransactionRequests()).as("read_committed asked for the aborted transactions").isGreaterThan(asked);
+        assertThat(plainCommitted).extracting(Seen::value)
+                .noneMatch(v -> v.startsWith("a1-") || v.startsWith("a4-") || v.startsWith("b0-") || v.startsWith("b2-"))
+                .anyMatch(v -> v.startsWith("a0-")).anyMatch(v -> v.startsWith("b1-")).anyMatch(v -> v.startsWith("p1-"));
+    }
+
+    private static void sendSpread(Producer<String, String> producer, String topic, int partitions, String prefix, int count) {
+        for (int i = 0; i < count; i++) {
+            producer.send(new ProducerRecord<>(topic, i % partitions, prefix + "-k" + i, prefix + "-" + value(i, 100)));
+        }
+    }
+
+    /** Aborted transactions, in the partitions' transaction indexes, whose first offset lies in an earlier segment than their marker. */
+    private static long abortedTransactionsSpanningRolls(String topic, int partitions) throws Exception {
+        long spanning = 0;
+        for (int p = 0; p < partitions; p++) {
+            java.nio.file.Path dir = java.nio.file.Path.of(cluster.logDirs().split(",")[0], topic + "-" + p);
+            try (var files = Files.list(dir)) {
+                for (java.nio.file.Path index : files.filter(f -> f.getFileName().toString().endsWith(".txnindex")).toList()) {
+                    long base = Long.parseLong(index.getFileName().toString().substring(0, 20));
+                    java.nio.ByteBuffer entries = java.nio.ByteBuffer.wrap(Files.readAllBytes(index));
+                    while (entries.remaining() >= io.rdma4j.kafka.protocol.TransactionIndexEntry.SIZE) {
+                        if (io.rdma4j.kafka.protocol.TransactionIndexEntry.read(entries, base).firstOffset() < base) {
+                            spanning++;
+                        }
+                    }
+                }
+            }
+        }
+        return spanning;
+    }
+
+    @Test
+    void readCommittedStopsAtTheLastStableOffsetOfAnOpenTransaction() throws Exception {
+        String topic = topic(1, Map.of());
+        TopicPartition tp = new TopicPartition(topic, 0);
+        produce(topic, 50, 100, Map.of()); // offsets 0-49
+        Map<String, Object> readCommitted = Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        try (Producer<String, String> open = new KafkaProducer<>(producerProps(Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "open-" + topic)));
+             Consumer<String, String> plain = plainConsumer(readCommitted);
+             Consumer<String, String> c = rdmaConsumer(readCommitted)) {
+            open.initTransactions();
+            open.beginTransaction();
+            for (int i = 0; i < 30; i++) {
+                open.send(new ProducerRecord<>(topic, 0, "open" + i, "open-" + i));
+            }
+            open.flush(); // offsets 50-79: the last stable offset stays at 50 while this is open
+            produce(topic, 40, 100, Map.of()); // offsets 80-119, exported (produce waits for it) but not yet stable
+            for (Consumer<String, String> consumer : List.of(plain, c)) {
+                consumer.assign(List.of(tp));
+                consumer.seekToBeginning(List.of(tp));
+            }
+            List<Seen> plainGot = pollUntil(plain, 50);
+            List<Seen> got = pollUntil(c, 50);
+            assertThat(got).isEqualTo(plainGot);
+            assertThat(c.position(tp)).as("RDMA stops at the last stable offset").isEqualTo(plain.position(tp)).isEqualTo(50);
+            open.abortTransaction();
+            plainGot.addAll(pollUntil(plain, 40));
+            got.addAll(pollUntil(c, 40));
+            assertThat(got).isEqualTo(plainGot);
+            assertThat(got).extracting(Seen::offset).containsExactlyElementsOf(java.util.stream.LongStream.concat(
+                    java.util.stream.LongStream.range(0, 50), java.util.stream.LongStream.range(80, 120)).boxed().toList());
+            assertEveryRecordByRdma(c, got, "open transaction, read_committed");
+        }
     }
 
     @Test
@@ -564,20 +707,55 @@ public class RdmaKafkaConsumerTest {
         assertThat(read.bytes()).as("RDMA READ bytes").isPositive();
     }
 
-    /** All records of the topic, per partition in order, partitions in ascending order. */
+    /** All records of the topic, per partition in order, partitions in ascending order; closes the consumer. */
     private static List<Seen> consume(Consumer<String, String> c, String topic, int partitions, int expected) {
         try (c) {
-            List<TopicPartition> tps = java.util.stream.IntStream.range(0, partitions).mapToObj(p -> new TopicPartition(topic, p)).toList();
-            c.assign(tps);
-            c.seekToBeginning(tps);
-            List<Seen> all = pollUntil(c, expected);
-            List<Seen> sorted = new ArrayList<>();
-            for (int p = 0; p < partitions; p++) {
-                int part = p;
-                all.stream().filter(s -> s.partition() == part).forEach(sorted::add); // keeps per-partition order
-            }
-            return sorted;
+            return readAll(c, topic, partitions, expected);
         }
+    }
+
+    /** All records of the topic, per partition in order, partitions in ascending order. */
+    private static List<Seen> readAll(Consumer<String, String> c, String topic, int partitions, int expected) {
+        List<TopicPartition> tps = java.util.stream.IntStream.range(0, partitions).mapToObj(p -> new TopicPartition(topic, p)).toList();
+        c.assign(tps);
+        c.seekToBeginning(tps);
+        List<Seen> all = pollUntil(c, expected);
+        List<Seen> sorted = new ArrayList<>();
+        for (int p = 0; p < partitions; p++) {
+            int part = p;
+            all.stream().filter(s -> s.partition() == part).forEach(sorted::add); // keeps per-partition order
+        }
+        return sorted;
+    }
+
+    /**
+     * Every record {@code c} returned came by RDMA: its per-partition {@code records-rdma-total} equals the records
+     * of that partition in {@code got}, and so does its total. Prints the counts under {@code label}.
+     */
+    static void assertEveryRecordByRdma(Consumer<String, String> c, List<Seen> got, String label) {
+        Map<Integer, Long> perPartition = new java.util.TreeMap<>();
+        got.forEach(s -> perPartition.merge(s.partition(), 1L, Long::sum));
+        String topic = c.assignment().iterator().next().topic();
+        StringBuilder line = new StringBuilder("RDMA records, " + label + ":");
+        for (var e : perPartition.entrySet()) {
+            double rdma = partitionRdmaRecords(c, new TopicPartition(topic, e.getKey()));
+            line.append(" partition ").append(e.getKey()).append(' ').append((long) rdma).append('/').append(e.getValue());
+            assertThat(rdma).as("records-rdma-total of partition %d (%s)", e.getKey(), label).isEqualTo((double) e.getValue());
+        }
+        long total = ((RdmaKafkaConsumer<String, String>) c).rdmaRecords();
+        System.out.println(line.append("; total ").append(total).append(" by RDMA of ").append(got.size()));
+        assertThat(total).as("records by RDMA (%s)", label).isEqualTo(got.size());
+        assertRdmaRead(c);
+    }
+
+    /** The consumer's {@code records-rdma-total} of {@code tp} in {@value RdmaFetchMetrics#GROUP}. */
+    static double partitionRdmaRecords(Consumer<String, String> c, TopicPartition tp) {
+        return c.metrics().entrySet().stream()
+                .filter(e -> e.getKey().group().equals(RdmaFetchMetrics.GROUP) && e.getKey().name().equals("records-rdma-total")
+                        && tp.topic().equals(e.getKey().tags().get("topic"))
+                        && String.valueOf(tp.partition()).equals(e.getKey().tags().get("partition")))
+                .map(e -> ((Number) e.getValue().metricValue()).doubleValue())
+                .findFirst().orElseThrow(() -> new AssertionError("no records-rdma-total for " + tp));
     }
 
     /** Polls until at least {@code count} records came (the topic holds more); returns them all. */

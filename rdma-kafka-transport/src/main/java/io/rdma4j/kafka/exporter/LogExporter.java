@@ -8,7 +8,9 @@ import io.rdma4j.core.RequestHandler;
 import io.rdma4j.core.RequestHandlers;
 import io.rdma4j.core.RequestRefusedException;
 import io.rdma4j.core.RequestTypes;
+import io.rdma4j.kafka.protocol.AbortedTransactions;
 import io.rdma4j.kafka.protocol.SegmentDirectory;
+import io.rdma4j.kafka.protocol.TransactionIndexEntry;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
@@ -63,6 +65,8 @@ public final class LogExporter implements AutoCloseable {
     private final AtomicLong adminRequests = new AtomicLong();
     private final AtomicLong refreshes = new AtomicLong();
     private final AtomicLong directoryRequests = new AtomicLong();
+    private final AtomicLong abortedTransactionRequests = new AtomicLong();
+    private final TransactionIndexScanner transactionIndexes = new TransactionIndexScanner(PartitionExport::fileKey);
     private final long startedNanos = System.nanoTime();
     private volatile boolean closed;
 
@@ -94,7 +98,8 @@ public final class LogExporter implements AutoCloseable {
         adminProps.putIfAbsent(AdminClientConfig.CLIENT_ID_CONFIG, "rdma4j-log-exporter");
         this.admin = Admin.create(adminProps);
         this.listener = transport.listen(config.listenAddress(),
-                RequestHandlers.of(RequestTypes.KAFKA_DIRECTORY, RequestHandler.answering(this::answer)));
+                RequestHandlers.of(RequestTypes.KAFKA_DIRECTORY, RequestHandler.answering(this::answer))
+                        .and(RequestTypes.KAFKA_ABORTED_TRANSACTIONS, RequestHandler.answering(this::answerAbortedTransactions)));
         this.refresher = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "rdma4j-log-exporter");
             t.setDaemon(true);
@@ -124,6 +129,11 @@ public final class LogExporter implements AutoCloseable {
 
     public long directoryRequests() {
         return directoryRequests.get();
+    }
+
+    /** Aborted-transaction requests answered or refused so far (read_committed consumers ask them). */
+    public long abortedTransactionRequests() {
+        return abortedTransactionRequests.get();
     }
 
     /** Admin requests per second since start: the broker-side cost of the watermark freshness. */
@@ -173,7 +183,12 @@ public final class LogExporter implements AutoCloseable {
             p.syncSegments();
             Long h = hw.get(p.partition());
             if (h != null && start.containsKey(p.partition())) {
-                p.publish(h, start.get(p.partition()), lso.getOrDefault(p.partition(), h));
+                // Without the broker's last stable offset the previous one stands: the high watermark in its place
+                // would show read_committed consumers open transactions.
+                Long stable = lso.get(p.partition());
+                var before = p.published();
+                long lastStable = stable != null ? stable : before != null ? before.lastStableOffset() : start.get(p.partition());
+                p.publish(h, start.get(p.partition()), lastStable);
             }
         }
         refreshes.incrementAndGet();
@@ -263,6 +278,29 @@ public final class LogExporter implements AutoCloseable {
                     java.util.List.of()).toBytes());
         }
         return ByteBuffer.wrap(p.directory(request.fromOffset()).toBytes());
+    }
+
+    private ByteBuffer answerAbortedTransactions(ByteBuffer message, RequestContext context) {
+        if (closed) {
+            throw new RequestRefusedException("the log exporter is closing; fetch through Kafka");
+        }
+        abortedTransactionRequests.incrementAndGet();
+        AbortedTransactions.Request request = AbortedTransactions.Request.fromBytes(message);
+        PartitionExport p = partitions.get(new TopicPartition(request.topic(), request.partition()));
+        if (p == null) {
+            return ByteBuffer.wrap(AbortedTransactions.Response.of(AbortedTransactions.Status.UNKNOWN_PARTITION).toBytes());
+        }
+        var segments = p.transactionIndexSegments(request.fromOffset());
+        if (segments.isEmpty()) {
+            return ByteBuffer.wrap(AbortedTransactions.Response.of(AbortedTransactions.Status.OFFSET_NOT_EXPORTED).toBytes());
+        }
+        try {
+            return ByteBuffer.wrap(transactionIndexes.scan(segments, request.fromOffset(), request.toOffset(),
+                    AbortedTransactions.maxPerResponse(transport.config().maxMessageSize())).toBytes());
+        } catch (IOException | TransactionIndexEntry.MalformedEntryException e) {
+            LOG.warn("cannot read the transaction index of {}: {}", p.partition(), e.toString());
+            throw new RequestRefusedException("the transaction index of " + p.partition() + " cannot be read: " + e.getMessage());
+        }
     }
 
     @Override

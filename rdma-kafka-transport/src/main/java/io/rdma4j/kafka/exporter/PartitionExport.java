@@ -185,6 +185,23 @@ final class PartitionExport implements AutoCloseable {
         return new SegmentDirectory.Response(SegmentDirectory.Status.OK, watermarkRegion.descriptor(), start, out);
     }
 
+    /**
+     * The segments whose transaction indexes may list aborted transactions overlapping a range from
+     * {@code fromOffset}: the one holding it and every later one. Empty when {@code fromOffset} is not exported
+     * (below the log start, or before any exported segment).
+     */
+    synchronized List<TransactionIndexScanner.Segment> transactionIndexSegments(long fromOffset) {
+        var floor = segments.floorEntry(fromOffset);
+        if (floor == null || published == null || fromOffset < published.logStartOffset()) {
+            return List.of();
+        }
+        List<TransactionIndexScanner.Segment> out = new ArrayList<>();
+        for (ExportedSegment s : segments.tailMap(floor.getKey(), true).values()) {
+            out.add(new TransactionIndexScanner.Segment(s.baseOffset, s.file, s.fileKey));
+        }
+        return out;
+    }
+
     private ExportedSegment map(long base, Path file, boolean complete) throws IOException {
         try {
             Object key = fileKey(file);
@@ -230,7 +247,7 @@ final class PartitionExport implements AutoCloseable {
         retirer.retire(s.region, s.arena);
     }
 
-    private static Object fileKey(Path file) {
+    static Object fileKey(Path file) {
         try {
             return Files.readAttributes(file, BasicFileAttributes.class).fileKey();
         } catch (IOException e) {

@@ -27,7 +27,12 @@ public final class RecordBatchParser {
 
     private static final int CRC_OFFSET = 17;
     private static final int ATTRIBUTES_OFFSET = 21;
+    private static final int PRODUCER_ID_OFFSET = 43;
     private static final int RECORDS_OFFSET = 61;
+    /** A control record's key: version int16, type int16. */
+    private static final int CONTROL_KEY_BYTES = 4;
+    /** {@code ControlRecordType.ABORT}'s type id. */
+    private static final short ABORT_CONTROL_TYPE = 0;
     private static final Header[] NO_HEADERS = new Header[0];
     /** The smallest v2 record: seven one-byte fields (length, attributes, deltas, key and value lengths, header count). */
     static final int MIN_RECORD_BYTES = 7;
@@ -48,6 +53,35 @@ public final class RecordBatchParser {
         public int recordCount() { return bytes.getInt(57); }
         public boolean isControlBatch() { return (attributes() & 0x20) != 0; }
         public boolean isTransactional() { return (attributes() & 0x10) != 0; }
+        /** The producer of the batch; negative (-1) for batches written without one. */
+        public long producerId() { return bytes.getLong(PRODUCER_ID_OFFSET); }
+
+        /**
+         * Whether this is a control batch whose first record is an abort marker, its key read as Kafka's
+         * {@code ControlRecordType.parse} reads it: version int16 (not negative), type int16 (0 = abort).
+         *
+         * @throws CorruptRecordException for a control record key no broker writes
+         */
+        public boolean isAbortMarker() {
+            if (!isControlBatch()) {
+                return false;
+            }
+            List<ParsedRecord> records = records();
+            if (records.isEmpty()) {
+                return false;
+            }
+            ByteBuffer key = records.getFirst().key();
+            if (key == null || key.remaining() < CONTROL_KEY_BYTES) {
+                throw new CorruptRecordException("control record at offset " + records.getFirst().offset() + " has a key of "
+                        + (key == null ? "null" : key.remaining() + " bytes") + ", fewer than " + CONTROL_KEY_BYTES);
+            }
+            short version = key.getShort(key.position());
+            if (version < 0) {
+                throw new CorruptRecordException("control record at offset " + records.getFirst().offset()
+                        + " has a negative key version " + version);
+            }
+            return key.getShort(key.position() + 2) == ABORT_CONTROL_TYPE;
+        }
         public TimestampType timestampType() {
             return (attributes() & 0x08) != 0 ? TimestampType.LOG_APPEND_TIME : TimestampType.CREATE_TIME;
         }
