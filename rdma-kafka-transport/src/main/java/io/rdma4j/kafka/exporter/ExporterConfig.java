@@ -22,13 +22,15 @@ import java.util.Properties;
  * <tr><td>rdma.exporter.listen.address</td><td>host:port consumers connect to (default 127.0.0.1:9299)</td></tr>
  * <tr><td>rdma.exporter.watermark.interval.ms</td><td>how often watermarks are refreshed (default 50)</td></tr>
  * <tr><td>rdma.exporter.retire.grace.ms</td><td>how long a replaced region stays readable (default 5000)</td></tr>
+ * <tr><td>rdma.exporter.internal.topics</td><td>{@code true} to export Kafka's internal topics too (names starting
+ *   with {@code __}: {@code __consumer_offsets}, {@code __transaction_state}, ...; default false)</td></tr>
  * <tr><td>rdma.exporter.admin.*</td><td>extra Admin client settings (security etc.)</td></tr>
  * <tr><td>rdma.&lt;transport key&gt;</td><td>see {@link TransportConfig#fromProperties}</td></tr>
  * </table>
  */
 public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSocketAddress listenAddress,
-                             Duration watermarkInterval, Duration retireGrace, Map<String, Object> adminProperties,
-                             TransportConfig transport) {
+                             Duration watermarkInterval, Duration retireGrace, boolean exportInternalTopics,
+                             Map<String, Object> adminProperties, TransportConfig transport) {
 
     public static final String PREFIX = "rdma.exporter.";
     public static final String LOG_DIRS = PREFIX + "log.dirs";
@@ -36,6 +38,7 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
     public static final String LISTEN = PREFIX + "listen.address";
     public static final String INTERVAL = PREFIX + "watermark.interval.ms";
     public static final String GRACE = PREFIX + "retire.grace.ms";
+    public static final String INTERNAL_TOPICS = PREFIX + "internal.topics";
     public static final String ADMIN_PREFIX = PREFIX + "admin.";
 
     public ExporterConfig {
@@ -66,7 +69,7 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
         });
         return new ExporterConfig(logDirs, string(props, BOOTSTRAP, null), parseAddress(string(props, LISTEN, "127.0.0.1:9299")),
                 Duration.ofMillis(Long.parseLong(string(props, INTERVAL, "50"))),
-                Duration.ofMillis(Long.parseLong(string(props, GRACE, "5000"))), admin,
+                Duration.ofMillis(Long.parseLong(string(props, GRACE, "5000"))), bool(props, INTERNAL_TOPICS), admin,
                 TransportConfig.fromProperties(transportProps, "rdma."));
     }
 
@@ -87,6 +90,22 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("expected host:port with a numeric port, got '" + hostPort + "'");
         }
+    }
+
+    private static boolean bool(Map<String, ?> props, String key) {
+        String v = string(props, key, "false");
+        if (!v.equalsIgnoreCase("true") && !v.equalsIgnoreCase("false")) {
+            throw new IllegalArgumentException(key + " must be true or false, got '" + v + "'");
+        }
+        return Boolean.parseBoolean(v);
+    }
+
+    /**
+     * Kafka's internal topics: consumer offsets, transaction state, share group state and the like, whose records
+     * belong to the cluster, not to an application. Kafka names them all with a leading {@code __}.
+     */
+    public static boolean isInternalTopic(String topic) {
+        return topic.startsWith("__");
     }
 
     private static String string(Map<String, ?> props, String key, String fallback) {

@@ -219,7 +219,9 @@ public final class LogExporter implements AutoCloseable {
             try (var entries = Files.list(dir)) {
                 for (Path p : (Iterable<Path>) entries::iterator) {
                     Matcher m = PARTITION_DIR.matcher(p.getFileName().toString());
-                    if (m.matches() && Files.isDirectory(p) && !m.group(1).startsWith("__cluster_metadata")) {
+                    // The metadata log is never a partition to read; other internal topics only when configured.
+                    if (m.matches() && Files.isDirectory(p) && !m.group(1).startsWith("__cluster_metadata")
+                            && (config.exportInternalTopics() || !ExporterConfig.isInternalTopic(m.group(1)))) {
                         found.put(new TopicPartition(m.group(1), Integer.parseInt(m.group(2))), p);
                     }
                 }
