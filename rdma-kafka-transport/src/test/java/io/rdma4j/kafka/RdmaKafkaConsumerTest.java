@@ -610,11 +610,12 @@ public class RdmaKafkaConsumerTest {
             Thread.sleep(250);
         }
         List<Seen> compacted = awaitCompaction(topic, 2000);
-        // A fresh RDMA consumer over the compacted log equals the plain consumer.
+        long firstPass = cleanedUpTo(tp);
+        assertThat(firstPass).as("the cleaner's first pass cleaned the log up to").isPositive();
+        // A fresh RDMA consumer over the compacted log (offset gaps, thinned batches) equals the plain consumer.
         try (Consumer<String, String> c = rdmaConsumer(Map.of())) {
-            assertThat(consume(c, topic, 1, compacted.size())).isEqualTo(compacted);
-            assertRdmaRead(c);
-            assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords()).isEqualTo(compacted.size());
+            assertThat(readAll(c, topic, 1, compacted.size())).isEqualTo(compacted);
+            assertEveryRecordByRdma(c, compacted, "compacted topic after a cleaner pass, new consumer");
         }
         // Compaction while an RDMA consumer is mid-stream: its segments are replaced under it.
         try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "20"))) {
@@ -630,14 +631,135 @@ public class RdmaKafkaConsumerTest {
             }
             produceKeys(topic, 50, 1, 99); // rolls the last segment of the rounds, so it is cleanable too
             List<Seen> after = awaitCompaction(topic, compacted.size() + 1050);
+            assertThat(cleanedUpTo(tp)).as("the cleaner ran again, over the new rounds").isGreaterThan(firstPass);
             List<Seen> expectedRest = after.stream().filter(s -> s.offset() >= position).toList();
             got.addAll(pollUntil(c, expectedRest.size()));
             assertThat(got.subList(readBefore, got.size())).as("after compaction the RDMA consumer sees the compacted log")
                     .isEqualTo(expectedRest);
-            assertRdmaRead(c);
-            assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords()).as("post-compaction records came by RDMA")
-                    .isGreaterThan(readBefore);
+            assertEveryRecordByRdma(c, got, "compacted topic, consumer reading across a second cleaner pass");
         }
+    }
+
+    @Test
+    void consumerPollingWhileTheCleanerRunsKeepsReadingByRdma() throws Exception {
+        String topic = topic(1, Map.of("cleanup.policy", "compact", "segment.ms", "200", "min.cleanable.dirty.ratio", "0.01",
+                "delete.retention.ms", "100", "min.compaction.lag.ms", "0"));
+        TopicPartition tp = new TopicPartition(topic, 0);
+        Map<Long, Seen> produced = new HashMap<>();
+        java.util.Set<Long> passes = new java.util.TreeSet<>();
+        List<Seen> got = new ArrayList<>();
+        try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "20"))) {
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            // The consumer polls all along but reads less than is written, so it falls behind into segments that
+            // roll and that the cleaner replaces under it, pass after pass. Each round also writes a key of its own
+            // and deletes the previous round's, so the cleaner has tombstones to delete once their time is up.
+            for (int round = 0; round < 20 || passes.size() < 3; round++) {
+                assertThat(round).as("rounds until the cleaner ran twice over what was written").isLessThan(60);
+                produced.putAll(produceKeysRecording(topic, 50, 3, round));
+                produced.putAll(produceRecording(topic, "gone" + round, "once"));
+                if (round > 0) {
+                    produced.putAll(produceRecording(topic, "gone" + (round - 1), null));
+                }
+                long until = System.nanoTime() + Duration.ofMillis(250).toNanos();
+                for (int poll = 0; poll < 3; poll++) {
+                    c.poll(Duration.ofMillis(20)).forEach(r -> got.add(Seen.of(r)));
+                }
+                Thread.sleep(Math.max(0, (until - System.nanoTime()) / 1_000_000));
+                passes.add(cleanedUpTo(tp));
+            }
+            produced.putAll(produceKeysRecording(topic, 50, 1, 999)); // rolls the last round's segment
+            awaitCleanedPast(tp, c.position(tp)); // what is left to read is compacted, at least in part
+            long end = admin.listOffsets(Map.of(tp, org.apache.kafka.clients.admin.OffsetSpec.latest())).partitionResult(tp).get().offset();
+            awaitExported(tp, end);
+            got.addAll(pollToEnd(c, tp, end));
+            List<Seen> compacted = plainLogToEnd(tp);
+            // What a consumer returns while the cleaner runs depends on when it reads; what must hold, as for a
+            // KafkaConsumer: offsets only increase, every record is the one written at its offset, and every record
+            // that survived compaction (so was in the log all along) was returned.
+            long gaps = 0;
+            for (int i = 1; i < got.size(); i++) {
+                assertThat(got.get(i).offset()).as("offsets increase").isGreaterThan(got.get(i - 1).offset());
+                gaps += got.get(i).offset() > got.get(i - 1).offset() + 1 ? 1 : 0;
+            }
+            for (Seen s : got) {
+                assertThat(s).as("record at offset %d", s.offset()).isEqualTo(produced.get(s.offset()));
+            }
+            assertThat(got).as("every record that survived compaction").containsAll(compacted);
+            assertThat(gaps).as("offset gaps the consumer read across").isPositive();
+            assertThat(passes.stream().filter(o -> o > 0).count()).as("cleaner passes seen").isGreaterThanOrEqualTo(2);
+            long tombstones = produced.values().stream().filter(s -> s.value() == null).count();
+            long tombstonesLeft = compacted.stream().filter(s -> s.value() == null).count();
+            assertThat(tombstonesLeft).as("tombstones the cleaner has not deleted").isLessThan(tombstones);
+            System.out.println("cleaner passes ended at offsets " + passes + "; " + got.size() + " records read across "
+                    + gaps + " offset gaps; " + (tombstones - tombstonesLeft) + " of " + tombstones + " tombstones deleted; "
+                    + compacted.size() + " records in the compacted log");
+            assertEveryRecordByRdma(c, got, "compacted topic, consumer polling while the cleaner runs");
+        }
+    }
+
+    /** The whole log of {@code tp} as a KafkaConsumer reads it, in one pass up to the end offset. */
+    private List<Seen> plainLogToEnd(TopicPartition tp) {
+        try (Consumer<String, String> plain = plainConsumer(Map.of())) {
+            plain.assign(List.of(tp));
+            plain.seekToBeginning(List.of(tp));
+            return pollToEnd(plain, tp, plain.endOffsets(List.of(tp)).get(tp));
+        }
+    }
+
+    private void awaitCleanedPast(TopicPartition tp, long offset) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (cleanedUpTo(tp) <= offset) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("the cleaner never cleaned " + tp + " past offset " + offset);
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    /** Writes one record ({@code value} null: a tombstone) and returns it by its offset. */
+    private Map<Long, Seen> produceRecording(String topic, String key, String value) throws Exception {
+        try (Producer<String, String> p = new KafkaProducer<>(producerProps(Map.of()))) {
+            var md = p.send(new ProducerRecord<>(topic, key, value)).get();
+            return Map.of(md.offset(), new Seen(md.partition(), md.offset(), key, value, List.of(), md.timestamp()));
+        }
+    }
+
+    /** Writes {@code times} values for each of {@code keys} keys and returns them by the offset the broker gave them. */
+    private Map<Long, Seen> produceKeysRecording(String topic, int keys, int times, int round) throws Exception {
+        Map<Long, Seen> out = new HashMap<>();
+        try (Producer<String, String> p = new KafkaProducer<>(producerProps(Map.of()))) {
+            List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> acks = new ArrayList<>();
+            List<ProducerRecord<String, String>> sent = new ArrayList<>();
+            for (int t = 0; t < times; t++) {
+                for (int k = 0; k < keys; k++) {
+                    ProducerRecord<String, String> r = new ProducerRecord<>(topic, "key" + k, "r" + round + "-t" + t + "-" + value(k, 100));
+                    sent.add(r);
+                    acks.add(p.send(r));
+                }
+            }
+            for (int i = 0; i < acks.size(); i++) {
+                var md = acks.get(i).get();
+                out.put(md.offset(), new Seen(md.partition(), md.offset(), sent.get(i).key(), sent.get(i).value(), List.of(), md.timestamp()));
+            }
+        }
+        return out;
+    }
+
+    /** Where the log cleaner's last pass over {@code tp} ended, from the broker's cleaner-offset-checkpoint; 0 before any. */
+    private static long cleanedUpTo(TopicPartition tp) throws Exception {
+        java.nio.file.Path checkpoint = java.nio.file.Path.of(cluster.logDirs().split(",")[0], "cleaner-offset-checkpoint");
+        if (!Files.exists(checkpoint)) {
+            return 0;
+        }
+        // version, entry count, then "topic partition offset" lines
+        for (String line : Files.readAllLines(checkpoint)) {
+            String[] fields = line.trim().split(" ");
+            if (fields.length == 3 && fields[0].equals(tp.topic()) && fields[1].equals(String.valueOf(tp.partition()))) {
+                return Long.parseLong(fields[2]);
+            }
+        }
+        return 0;
     }
 
     private void produceKeys(String topic, int keys, int times, int round) throws Exception {

@@ -228,7 +228,8 @@ public final class LogExporter implements AutoCloseable {
             }
         }
         for (var e : found.entrySet()) {
-            partitions.computeIfAbsent(e.getKey(), tp -> new PartitionExport(tp, e.getValue(), transport, mapper, this::retire));
+            partitions.computeIfAbsent(e.getKey(), tp -> new PartitionExport(tp, e.getValue(), transport, mapper, this::retire,
+                    config.retireGrace()));
         }
         for (var it = partitions.entrySet().iterator(); it.hasNext(); ) {
             var e = it.next();

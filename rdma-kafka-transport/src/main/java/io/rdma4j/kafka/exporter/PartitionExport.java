@@ -16,11 +16,12 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.regex.Pattern;
 
 /**
@@ -31,6 +32,8 @@ import java.util.regex.Pattern;
 final class PartitionExport implements AutoCloseable {
 
     private static final Pattern SEGMENT_FILE = Pattern.compile("\\d{20}\\.log");
+    /** Kafka's suffix for the files of a segment being swapped in (the log cleaner's, or recovery's). */
+    private static final String SWAP_SUFFIX = ".swap";
 
     private final TopicPartition partition;
     private final Path directory;
@@ -40,6 +43,11 @@ final class PartitionExport implements AutoCloseable {
     private final Arena watermarkArena = Arena.ofShared();
     private final RegisteredRegion watermarkRegion;
     private final TreeMap<Long, ExportedSegment> segments = new TreeMap<>();
+    /** Rolled segments without a byte (the cleaner removed every record): nothing to map, no records to serve. */
+    private final TreeSet<Long> emptySegments = new TreeSet<>();
+    private final Duration swapWait;
+    /** Since when a swap has been seen in progress (System.nanoTime), or -1. */
+    private long swapSeenSinceNanos = -1;
     private long generation;
     private long remaps;
     // Where the last high-watermark walk stopped, so the next one continues from there.
@@ -52,8 +60,14 @@ final class PartitionExport implements AutoCloseable {
         void retire(RegisteredRegion region, Arena arena);
     }
 
-    PartitionExport(TopicPartition partition, Path directory, RdmaTransport transport, SegmentMapper mapper, Retirer retirer) {
+    /**
+     * @param swapWait how long segments whose files vanished stay exported while a swap is in progress, in case a
+     *                 {@code .swap} file lingers
+     */
+    PartitionExport(TopicPartition partition, Path directory, RdmaTransport transport, SegmentMapper mapper, Retirer retirer,
+                    Duration swapWait) {
         this.partition = partition;
+        this.swapWait = swapWait;
         this.directory = directory;
         this.transport = transport;
         this.mapper = mapper;
@@ -78,35 +92,63 @@ final class PartitionExport implements AutoCloseable {
         return published;
     }
 
-    /** Brings the segment list in line with the directory: new, rolled, replaced (compaction) and deleted files. */
+    /**
+     * Brings the segment list in line with the directory: new, rolled, replaced (compaction) and deleted files.
+     *
+     * <p>The log cleaner swaps a cleaned segment in by renaming: the cleaned files to {@code .swap}, then the files of
+     * the segments it replaces to {@code .deleted}, then the {@code .swap} files to their names. In between, the
+     * replaced segments have no file at all; they stay exported meanwhile (their mappings still hold the old bytes,
+     * consistent on their own), so a consumer never finds a hole in the log where the cleaner is at work.
+     */
     synchronized void syncSegments() throws IOException {
-        Map<Long, Path> onDisk = new TreeMap<>();
+        TreeMap<Long, Path> onDisk = new TreeMap<>();
+        boolean swapping = false;
         try (var files = Files.list(directory)) {
             for (Path f : (Iterable<Path>) files::iterator) {
                 String name = f.getFileName().toString();
                 // .deleted/.cleaned/.swap files are not matched: they are on their way out or not yet in.
                 if (SEGMENT_FILE.matcher(name).matches()) {
                     onDisk.put(Long.parseLong(name.substring(0, 20)), f);
+                } else if (name.endsWith(SWAP_SUFFIX)) {
+                    swapping = true;
                 }
             }
         } catch (NoSuchFileException gone) {
             onDisk.clear(); // The partition was deleted or moved.
         }
+        long now = System.nanoTime();
+        if (!swapping) {
+            swapSeenSinceNanos = -1;
+        } else if (swapSeenSinceNanos == -1) {
+            swapSeenSinceNanos = now;
+        }
+        boolean holdVanished = swapping && now - swapSeenSinceNanos < swapWait.toNanos();
         boolean changed = false;
         for (var it = segments.entrySet().iterator(); it.hasNext(); ) {
             var e = it.next();
             Path file = onDisk.get(e.getKey());
+            if (file == null && holdVanished) {
+                continue;
+            }
             if (file == null || !Objects.equals(fileKey(file), e.getValue().fileKey)) {
                 retire(e.getValue());
                 it.remove();
                 changed = true;
             }
         }
-        long last = onDisk.isEmpty() ? -1 : ((TreeMap<Long, Path>) onDisk).lastKey();
+        long last = onDisk.isEmpty() ? -1 : onDisk.lastKey();
+        if (!holdVanished) {
+            changed |= emptySegments.retainAll(onDisk.keySet());
+        }
         for (var e : onDisk.entrySet()) {
             ExportedSegment s = segments.get(e.getKey());
             boolean rolled = e.getKey() != last;
             if (s == null) {
+                if (rolled && size(e.getValue()) == 0) {
+                    changed |= emptySegments.add(e.getKey());
+                    continue;
+                }
+                changed |= emptySegments.remove(e.getKey());
                 s = map(e.getKey(), e.getValue(), rolled);
                 if (s != null) {
                     segments.put(e.getKey(), s);
@@ -164,19 +206,33 @@ final class PartitionExport implements AutoCloseable {
         return w;
     }
 
+    /**
+     * The exported segment a read from {@code fromOffset} starts in: the one holding it, or, where {@code fromOffset}
+     * lies in a segment the cleaner emptied, the next exported one (the offsets between hold no records). Null when
+     * {@code fromOffset} is not exported.
+     */
+    private ExportedSegment startSegment(long fromOffset) {
+        var floor = segments.floorEntry(fromOffset);
+        Long empty = emptySegments.floor(fromOffset);
+        if (empty != null && (floor == null || empty > floor.getKey())) {
+            var next = segments.higherEntry(empty);
+            return next == null ? null : next.getValue();
+        }
+        return floor == null ? null : floor.getValue();
+    }
+
     /** Answers a directory request. */
     synchronized SegmentDirectory.Response directory(long fromOffset) {
-        var floor = segments.floorEntry(fromOffset);
-        if (floor == null || published == null) {
+        ExportedSegment first = startSegment(fromOffset);
+        if (first == null || published == null) {
             return new SegmentDirectory.Response(SegmentDirectory.Status.OFFSET_NOT_EXPORTED, watermarkRegion.descriptor(), -1, List.of());
         }
-        ExportedSegment first = floor.getValue();
         long limit = first.baseOffset == published.hwSegmentBase() ? Math.min(published.hwPosition(), first.exportedLength)
                 : first.baseOffset < published.hwSegmentBase() ? first.exportedLength : 0;
         // The batch holding fromOffset: walk past every batch that ends below it.
         long start = BatchHeaders.walk(first.memory, 0, first.baseOffset, limit, fromOffset).bytePosition();
         List<SegmentDirectory.Segment> out = new ArrayList<>();
-        for (ExportedSegment s : segments.tailMap(floor.getKey(), true).values()) {
+        for (ExportedSegment s : segments.tailMap(first.baseOffset, true).values()) {
             if (out.size() == SegmentDirectory.MAX_SEGMENTS_PER_RESPONSE) {
                 break;
             }
@@ -191,12 +247,12 @@ final class PartitionExport implements AutoCloseable {
      * (below the log start, or before any exported segment).
      */
     synchronized List<TransactionIndexScanner.Segment> transactionIndexSegments(long fromOffset) {
-        var floor = segments.floorEntry(fromOffset);
-        if (floor == null || published == null || fromOffset < published.logStartOffset()) {
+        ExportedSegment first = startSegment(fromOffset);
+        if (first == null || published == null || fromOffset < published.logStartOffset()) {
             return List.of();
         }
         List<TransactionIndexScanner.Segment> out = new ArrayList<>();
-        for (ExportedSegment s : segments.tailMap(floor.getKey(), true).values()) {
+        for (ExportedSegment s : segments.tailMap(first.baseOffset, true).values()) {
             out.add(new TransactionIndexScanner.Segment(s.baseOffset, s.file, s.fileKey));
         }
         return out;
@@ -245,6 +301,14 @@ final class PartitionExport implements AutoCloseable {
             scanPosition = null;
         }
         retirer.retire(s.region, s.arena);
+    }
+
+    private static long size(Path file) {
+        try {
+            return Files.size(file);
+        } catch (IOException e) {
+            return -1;
+        }
     }
 
     static Object fileKey(Path file) {
