@@ -22,6 +22,7 @@ import org.apache.kafka.common.errors.RecordDeserializationException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import io.rdma4j.kafka.protocol.RecordBatchParser;
 import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.utils.BufferSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -93,6 +94,8 @@ final class RdmaFetcher implements AutoCloseable {
     /** A v2 batch's length field is a signed 32-bit count after the 12-byte log overhead. */
     static final long MAX_BATCH_BYTES = BatchHeaders.LOG_OVERHEAD + (long) Integer.MAX_VALUE;
     final RegisteredBufferPool pool;
+    /** Working buffers of the decompression codecs, reused across batches; the fetcher runs on the consumer's thread only. */
+    private final BufferSupplier decompressionBuffers = BufferSupplier.create();
     private final Map<TopicPartition, PartitionState> states = new HashMap<>();
     private RdmaConnection connection;
     private long nextConnectNanos;
@@ -315,7 +318,7 @@ final class RdmaFetcher implements AutoCloseable {
                     continue;
                 }
                 if (!batch.isControlBatch()) {
-                    for (RecordBatchParser.ParsedRecord r : batch.records()) {
+                    for (RecordBatchParser.ParsedRecord r : batch.records(decompressionBuffers)) {
                         if (r.offset() < next) {
                             continue;
                         }
@@ -558,5 +561,6 @@ final class RdmaFetcher implements AutoCloseable {
     public void close() {
         dropConnection();
         pool.close();
+        decompressionBuffers.close();
     }
 }

@@ -14,6 +14,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.zip.CRC32C;
 
@@ -102,10 +103,18 @@ public final class RecordBatchParser {
 
         /** The records; uncompressed batches are read in place, compressed ones inflated with Kafka's codecs. */
         public List<ParsedRecord> records() {
+            return records(BufferSupplier.NO_CACHING);
+        }
+
+        /**
+         * As {@link #records()}, the codecs taking their working buffers from {@code decompressionBuffers}: a caching
+         * supplier (one per thread, as it is not thread-safe) saves allocating e.g. lz4's 64 KiB block buffer per batch.
+         */
+        public List<ParsedRecord> records(BufferSupplier decompressionBuffers) {
             ByteBuffer records = bytes.duplicate().position(RECORDS_OFFSET).slice().order(ByteOrder.BIG_ENDIAN);
             int codec = attributes() & 0x07;
             if (codec != 0) {
-                records = inflate(codec, records);
+                records = inflate(codec, records, decompressionBuffers);
             }
             int count = recordCount();
             // a record takes at least MIN_RECORD_BYTES: a count beyond what the bytes can hold sizes nothing
@@ -174,7 +183,7 @@ public final class RecordBatchParser {
             return s;
         }
 
-        private ByteBuffer inflate(int codec, ByteBuffer compressed) {
+        private ByteBuffer inflate(int codec, ByteBuffer compressed, BufferSupplier decompressionBuffers) {
             Compression compression = switch (codec) {
                 case 1 -> Compression.gzip().build();
                 case 2 -> Compression.snappy().build();
@@ -182,13 +191,39 @@ public final class RecordBatchParser {
                 case 4 -> Compression.zstd().build();
                 default -> throw new CorruptRecordException("unknown compression codec " + codec + " in batch at offset " + baseOffset());
             };
-            try (InputStream in = compression.wrapForInput(compressed, (byte) 2, BufferSupplier.NO_CACHING)) {
-                return ByteBuffer.wrap(in.readAllBytes());
+            try (InputStream in = compression.wrapForInput(compressed, (byte) 2, decompressionBuffers)) {
+                return readFully(in, compressed.remaining());
             } catch (IOException | RuntimeException e) {
                 throw new CorruptRecordException("cannot decompress the batch at offset " + baseOffset() + ": " + e);
             }
         }
     }
+
+    /**
+     * All of {@code in} in one array grown by doubling, sized first for a few times the compressed bytes:
+     * {@code readAllBytes} collects 16 KiB chunks and then copies them into a further array.
+     */
+    private static ByteBuffer readFully(InputStream in, int compressedBytes) throws IOException {
+        byte[] out = new byte[(int) Math.min(Math.max(4096L, 4L * compressedBytes), INFLATE_FIRST_GUESS_MAX)];
+        int n = 0;
+        while (true) {
+            if (n == out.length) {
+                if (out.length >= MAX_ARRAY) {
+                    throw new IOException("a batch inflates to more than " + MAX_ARRAY + " bytes");
+                }
+                out = Arrays.copyOf(out, (int) Math.min(2L * out.length, MAX_ARRAY));
+            }
+            int read = in.read(out, n, out.length - n);
+            if (read < 0) {
+                return ByteBuffer.wrap(out, 0, n).slice();
+            }
+            n += read;
+        }
+    }
+
+    /** The largest first guess: a tiny batch claiming huge ratios grows the array rather than allocating it up front. */
+    private static final int INFLATE_FIRST_GUESS_MAX = 8 << 20;
+    private static final int MAX_ARRAY = Integer.MAX_VALUE - 8;
 
     /** One record; key and value are views (of the registered buffer when uncompressed), null when absent. */
     public record ParsedRecord(long offset, long timestamp, ByteBuffer key, ByteBuffer value, Header[] headers) {

@@ -1,28 +1,20 @@
 package io.rdma4j.it.kafka;
 
 import io.rdma4j.core.metrics.OperationType;
-import io.rdma4j.kafka.RdmaConsumerFactory;
 import io.rdma4j.kafka.RdmaKafkaConsumer;
-import io.rdma4j.kafka.exporter.ExporterConfig;
-import io.rdma4j.kafka.exporter.LogExporter;
-import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.test.KafkaClusterTestKit;
-import org.apache.kafka.common.test.TestKitNodes;
 import org.junit.jupiter.api.Test;
 
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -43,46 +35,28 @@ class KafkaRdmaBenchmark {
     }
 
     @Test
-    @SuppressWarnings("try") // KafkaClusterTestKit.close() declares Exception; the test passes everything on
     void rdmaVersusPlain() throws Exception {
-        try (KafkaClusterTestKit kit = new KafkaClusterTestKit.Builder(new TestKitNodes.Builder().setCombined(true)
-                .setNumBrokerNodes(1).setNumControllerNodes(1).build())
-                .setConfigProp("offsets.topic.replication.factor", "1")
-                .setConfigProp("transaction.state.log.replication.factor", "1")
-                .setConfigProp("transaction.state.log.min.isr", "1").build()) {
-            kit.format();
-            kit.startup();
-            kit.waitForReadyBrokers();
-            Map<String, Object> ex = new HashMap<>();
-            ex.put(ExporterConfig.LOG_DIRS, String.join(",", kit.nodes().brokerNodes().values().iterator().next().logDataDirectories()));
-            ex.put(ExporterConfig.BOOTSTRAP, kit.bootstrapServers());
-            ex.put(ExporterConfig.LISTEN, "127.0.0.1:0");
-            ex.put(ExporterConfig.INTERVAL, System.getProperty("bench.watermark.interval.ms", "5"));
-            ex.put("rdma.provider", "tcp");
-            try (Admin admin = Admin.create(Map.of("bootstrap.servers", kit.bootstrapServers()));
-                 LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(ex))) {
-                admin.createTopics(List.of(new NewTopic("bulk", 1, (short) 1), new NewTopic("latency", 1, (short) 1))).all().get();
-                produceBulk(kit.bootstrapServers());
-                String address = "127.0.0.1:" + exporter.address().getPort();
-                // Warm-up of both paths, then the measured runs.
-                throughput(kit.bootstrapServers(), null, 20_000);
-                throughput(kit.bootstrapServers(), address, 20_000);
-                Run plainT = throughput(kit.bootstrapServers(), null, RECORDS);
-                Run rdmaT = throughput(kit.bootstrapServers(), address, RECORDS);
-                long adminBefore = exporter.adminRequests();
-                long t0 = System.nanoTime();
-                long[] plainL = latency(kit.bootstrapServers(), null, "plain");
-                long[] rdmaL = latency(kit.bootstrapServers(), address, "rdma");
-                double adminRate = (exporter.adminRequests() - adminBefore) / ((System.nanoTime() - t0) / 1e9);
-                print("plain KafkaConsumer", plainT, plainL);
-                print("RDMA (tcp provider)", rdmaT, rdmaL);
-                System.out.printf("ratios RDMA/plain: throughput %.2fx, consumer-thread CPU/MB %.2fx, process CPU/MB %.2fx, p50 %.2fx, p99 %.2fx%n",
-                        rdmaT.mbPerSec() / plainT.mbPerSec(), rdmaT.threadCpuMsPerMb() / plainT.threadCpuMsPerMb(),
-                        rdmaT.processCpuMsPerMb() / plainT.processCpuMsPerMb(),
-                        (double) rdmaL[0] / plainL[0], (double) rdmaL[1] / plainL[1]);
-                System.out.printf("exporter: watermark interval %s ms, %.1f admin requests/s, %d remaps%n",
-                        ex.get(ExporterConfig.INTERVAL), adminRate, exporter.remaps());
-            }
+        try (BenchBroker broker = new BenchBroker()) {
+            broker.createTopics(new NewTopic("bulk", 1, (short) 1), new NewTopic("latency", 1, (short) 1));
+            produceBulk(broker.bootstrap());
+            // Warm-up of both paths, then the measured runs.
+            throughput(broker, false, 20_000);
+            throughput(broker, true, 20_000);
+            Run plainT = throughput(broker, false, RECORDS);
+            Run rdmaT = throughput(broker, true, RECORDS);
+            long adminBefore = broker.exporter.adminRequests();
+            long t0 = System.nanoTime();
+            long[] plainL = latency(broker, false);
+            long[] rdmaL = latency(broker, true);
+            double adminRate = (broker.exporter.adminRequests() - adminBefore) / ((System.nanoTime() - t0) / 1e9);
+            print("plain KafkaConsumer", plainT, plainL);
+            print("RDMA (tcp provider)", rdmaT, rdmaL);
+            System.out.printf("ratios RDMA/plain: throughput %.2fx, consumer-thread CPU/MB %.2fx, process CPU/MB %.2fx, p50 %.2fx, p99 %.2fx%n",
+                    rdmaT.mbPerSec() / plainT.mbPerSec(), rdmaT.threadCpuMsPerMb() / plainT.threadCpuMsPerMb(),
+                    rdmaT.processCpuMsPerMb() / plainT.processCpuMsPerMb(),
+                    (double) rdmaL[0] / plainL[0], (double) rdmaL[1] / plainL[1]);
+            System.out.printf("exporter: watermark interval %s ms, %.1f admin requests/s, %d remaps%n",
+                    broker.watermarkIntervalMs, adminRate, broker.exporter.remaps());
         }
     }
 
@@ -103,24 +77,10 @@ class KafkaRdmaBenchmark {
         }
     }
 
-    private static Consumer<byte[], byte[]> consumer(String bootstrap, String exporter) {
-        Map<String, Object> c = new HashMap<>();
-        c.put("bootstrap.servers", bootstrap);
-        c.put("enable.auto.commit", "false");
-        c.put("max.poll.records", "2000");
-        c.put("rdma.fetch.enabled", exporter != null);
-        if (exporter != null) {
-            c.put("rdma.exporter.address", exporter);
-            c.put("rdma.provider", "tcp");
-            c.put("rdma.fetch.poll.interval.ms", "1");
-        }
-        return RdmaConsumerFactory.create(c, new ByteArrayDeserializer(), new ByteArrayDeserializer());
-    }
-
-    private static Run throughput(String bootstrap, String exporter, int records) {
+    private static Run throughput(BenchBroker broker, boolean rdma, int records) {
         var threads = ManagementFactory.getThreadMXBean();
         var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
-        try (Consumer<byte[], byte[]> c = consumer(bootstrap, exporter)) {
+        try (Consumer<byte[], byte[]> c = broker.consumer(rdma)) {
             TopicPartition tp = new TopicPartition("bulk", 0);
             c.assign(List.of(tp));
             c.seekToBeginning(List.of(tp));
@@ -143,15 +103,15 @@ class KafkaRdmaBenchmark {
             if (c instanceof RdmaKafkaConsumer<byte[], byte[]> r) {
                 assertThat(r.transportMetrics().snapshot(OperationType.READ).bytes()).as("RDMA READ bytes").isPositive();
             }
-            return new Run(exporter == null ? "plain" : "rdma", mb / secs, threadMs / mb, procMs / mb, 0, 0);
+            return new Run(rdma ? "rdma" : "plain", mb / secs, threadMs / mb, procMs / mb, 0, 0);
         }
     }
 
     /** Paced single-record sends (1 per ms); each value carries its send time. */
-    private static long[] latency(String bootstrap, String exporter, String tag) throws Exception {
+    private static long[] latency(BenchBroker broker, boolean rdma) throws Exception {
         long[] samples = new long[LATENCY_RECORDS];
-        try (Consumer<byte[], byte[]> c = consumer(bootstrap, exporter);
-             KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(Map.of("bootstrap.servers", bootstrap, "linger.ms", "0",
+        try (Consumer<byte[], byte[]> c = broker.consumer(rdma);
+             KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(Map.of("bootstrap.servers", broker.bootstrap(), "linger.ms", "0",
                      "key.serializer", ByteArraySerializer.class, "value.serializer", ByteArraySerializer.class))) {
             TopicPartition tp = new TopicPartition("latency", 0);
             c.assign(List.of(tp));

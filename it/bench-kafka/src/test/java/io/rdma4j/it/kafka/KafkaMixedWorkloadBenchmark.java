@@ -1,0 +1,237 @@
+package io.rdma4j.it.kafka;
+
+import io.rdma4j.kafka.RdmaKafkaConsumer;
+import jdk.jfr.Recording;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.Test;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.stream.IntStream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Raw read throughput of the RDMA consumer (tcp provider) against a plain KafkaConsumer on a mixed workload:
+ * 6 partitions, keys, 1–3 headers, values ~80 % around 1 KiB, ~15 % of 1 B–64 KiB, ~5 % empty, in an
+ * uncompressed and an lz4 topic. Both consumers deserialise to byte arrays and sum key and value sizes; their
+ * rounds alternate (who goes first too) and the median round counts. Broker, exporter and consumer share this JVM:
+ * process CPU includes the broker and the exporter, consumer-thread CPU is only the thread calling poll().
+ * {@code -Dbench.jfr=DIR} records one further RDMA read of each topic with JFR (1 ms samples) into DIR.
+ */
+class KafkaMixedWorkloadBenchmark {
+
+    static final int RECORDS = Integer.getInteger("bench.mixed.records", 100_000);
+    static final int ROUNDS = Integer.getInteger("bench.rounds", 5);
+    static final int PARTITIONS = 6;
+    static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+    static final com.sun.management.OperatingSystemMXBean OS =
+            (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+
+    /** One read of a whole topic: its figures, and CPU by thread name (digits dropped) while it ran. */
+    record Round(double mbPerSec, double threadCpuMsPerMb, double processCpuMsPerMb, double mb, Map<String, Long> cpuByThread) {
+    }
+
+    @Test
+    void rdmaVersusPlainOnMixedRecords() throws Exception {
+        try (BenchBroker broker = new BenchBroker()) {
+            List<String> topics = List.of("mixed-uncompressed", "mixed-lz4");
+            for (String topic : topics) {
+                String topicCodec = topic.substring("mixed-".length());
+                broker.createTopics(new NewTopic(topic, PARTITIONS, (short) 1).configs(Map.of("compression.type", topicCodec)));
+                long t0 = System.nanoTime();
+                long bytes = produce(broker.bootstrap(), topic, topicCodec.equals("uncompressed") ? "none" : topicCodec);
+                System.out.printf("produced %s: %d records, %.1f MB of keys and values in %.1f s%n",
+                        topic, RECORDS, bytes / 1e6, (System.nanoTime() - t0) / 1e9);
+            }
+            for (String topic : topics) {
+                read(broker, topic, false); // warm-up of both paths on this topic
+                read(broker, topic, true);
+                List<Round> plain = new ArrayList<>();
+                List<Round> rdma = new ArrayList<>();
+                for (int i = 0; i < ROUNDS; i++) {
+                    boolean rdmaFirst = i % 2 == 1;
+                    Round first = read(broker, topic, rdmaFirst);
+                    Round second = read(broker, topic, !rdmaFirst);
+                    (rdmaFirst ? rdma : plain).add(first);
+                    (rdmaFirst ? plain : rdma).add(second);
+                }
+                report(topic, plain, rdma);
+            }
+            String jfrDir = System.getProperty("bench.jfr");
+            if (jfrDir != null && !jfrDir.isBlank()) {
+                Files.createDirectories(Path.of(jfrDir));
+                for (String topic : topics) {
+                    try (Recording recording = new Recording()) {
+                        recording.enable("jdk.ExecutionSample").withPeriod(Duration.ofMillis(1));
+                        recording.enable("jdk.NativeMethodSample").withPeriod(Duration.ofMillis(1));
+                        recording.start();
+                        read(broker, topic, true);
+                        recording.stop();
+                        Path file = Path.of(jfrDir, "rdma-" + topic + ".jfr");
+                        recording.dump(file);
+                        System.out.println("JFR of one RDMA read of " + topic + ": " + file.toAbsolutePath());
+                    }
+                }
+            }
+        }
+    }
+
+    private static void report(String topic, List<Round> plain, List<Round> rdma) {
+        Round p = median(plain);
+        Round r = median(rdma);
+        System.out.printf("%s, %d records (%.1f MB), median of %d alternating rounds:%n", topic, RECORDS, p.mb(), ROUNDS);
+        System.out.printf("  plain KafkaConsumer  %7.1f MB/s (rounds %s)  consumer-thread CPU %6.2f ms/MB  process CPU %6.2f ms/MB%n",
+                p.mbPerSec(), rates(plain), p.threadCpuMsPerMb(), p.processCpuMsPerMb());
+        System.out.printf("  RDMA (tcp provider)  %7.1f MB/s (rounds %s)  consumer-thread CPU %6.2f ms/MB  process CPU %6.2f ms/MB%n",
+                r.mbPerSec(), rates(rdma), r.threadCpuMsPerMb(), r.processCpuMsPerMb());
+        System.out.printf("  ratios RDMA/plain: throughput %.2fx, consumer-thread CPU/MB %.2fx, process CPU/MB %.2fx%n",
+                r.mbPerSec() / p.mbPerSec(), r.threadCpuMsPerMb() / p.threadCpuMsPerMb(), r.processCpuMsPerMb() / p.processCpuMsPerMb());
+        System.out.println("  CPU ms by thread in the median round, plain: " + top(p.cpuByThread()));
+        System.out.println("  CPU ms by thread in the median round, RDMA:  " + top(r.cpuByThread()));
+    }
+
+    private static Round median(List<Round> rounds) {
+        List<Round> sorted = rounds.stream().sorted(Comparator.comparingDouble(Round::mbPerSec)).toList();
+        return sorted.get(sorted.size() / 2);
+    }
+
+    private static String rates(List<Round> rounds) {
+        return rounds.stream().map(r -> String.format("%.0f", r.mbPerSec())).toList().toString();
+    }
+
+    private static String top(Map<String, Long> cpu) {
+        return cpu.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(6)
+                .map(e -> e.getKey() + " " + e.getValue() / 1_000_000).toList().toString();
+    }
+
+    /** Produces RECORDS mixed records with the codec; returns the bytes of keys and values. */
+    private static long produce(String bootstrap, String topic, String codec) {
+        SplittableRandom random = new SplittableRandom(42);
+        byte[] corpus = corpus(random, 128 * 1024);
+        byte[][] headerValues = {"application/json".getBytes(StandardCharsets.UTF_8), "checkout-service".getBytes(StandardCharsets.UTF_8)};
+        long bytes = 0;
+        try (KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(Map.of("bootstrap.servers", bootstrap, "linger.ms", "10",
+                "batch.size", "131072", "compression.type", codec,
+                "key.serializer", ByteArraySerializer.class, "value.serializer", ByteArraySerializer.class))) {
+            for (int i = 0; i < RECORDS; i++) {
+                byte[] key = ("order-" + random.nextInt(100_000)).getBytes(StandardCharsets.UTF_8);
+                int size = valueSize(random);
+                int from = random.nextInt(corpus.length - size + 1);
+                byte[] value = Arrays.copyOfRange(corpus, from, from + size);
+                RecordHeaders headers = new RecordHeaders();
+                byte[] trace = new byte[8];
+                random.nextBytes(trace);
+                headers.add(new RecordHeader("trace-id", HexFormat.of().formatHex(trace).getBytes(StandardCharsets.UTF_8)));
+                int more = random.nextInt(3);
+                if (more >= 1) {
+                    headers.add(new RecordHeader("content-type", headerValues[0]));
+                }
+                if (more == 2) {
+                    headers.add(new RecordHeader("source", headerValues[1]));
+                }
+                p.send(new ProducerRecord<>(topic, null, key, value, headers));
+                bytes += key.length + value.length;
+            }
+            p.flush();
+        }
+        return bytes;
+    }
+
+    /** ~5 % empty, ~15 % uniform in 1 B–64 KiB, the rest around 1 KiB (512–1536 B). */
+    private static int valueSize(SplittableRandom random) {
+        double r = random.nextDouble();
+        if (r < 0.05) {
+            return 0;
+        }
+        if (r < 0.20) {
+            return 1 + random.nextInt(64 * 1024);
+        }
+        return (int) Math.clamp(1024 + random.nextGaussian() * 160, 512, 1536);
+    }
+
+    /** JSON-like text with random ids and amounts: compresses about as event payloads do, unlike random bytes. */
+    private static byte[] corpus(SplittableRandom random, int size) {
+        String[] events = {"view", "click", "add-to-cart", "checkout", "refund"};
+        StringBuilder sb = new StringBuilder(size + 256);
+        while (sb.length() < size) {
+            sb.append("{\"id\":").append(random.nextLong(1L << 40)).append(",\"user\":\"u").append(random.nextInt(1_000_000))
+                    .append("\",\"event\":\"").append(events[random.nextInt(events.length)]).append("\",\"amount\":")
+                    .append(random.nextInt(100_000) / 100.0).append(",\"ts\":").append(1_700_000_000_000L + random.nextInt(1 << 30))
+                    .append("}\n");
+        }
+        return sb.substring(0, size).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    private static Round read(BenchBroker broker, String topic, boolean rdma) {
+        try (Consumer<byte[], byte[]> c = broker.consumer(rdma)) {
+            List<TopicPartition> partitions = IntStream.range(0, PARTITIONS).mapToObj(i -> new TopicPartition(topic, i)).toList();
+            c.assign(partitions);
+            c.seekToBeginning(partitions);
+            partitions.forEach(c::position);
+            Map<Long, Long> threads0 = threadCpu();
+            long bytes = 0;
+            int n = 0;
+            long cpu0 = THREADS.getCurrentThreadCpuTime();
+            long proc0 = OS.getProcessCpuTime();
+            long t0 = System.nanoTime();
+            while (n < RECORDS) {
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(100))) {
+                    bytes += (r.key() == null ? 0 : r.key().length) + (r.value() == null ? 0 : r.value().length);
+                    n++;
+                }
+            }
+            double secs = (System.nanoTime() - t0) / 1e9;
+            double threadMs = (THREADS.getCurrentThreadCpuTime() - cpu0) / 1e6;
+            double procMs = (OS.getProcessCpuTime() - proc0) / 1e6;
+            Map<String, Long> byThread = cpuByThreadName(threads0, threadCpu());
+            double mb = bytes / 1e6;
+            if (c instanceof RdmaKafkaConsumer<byte[], byte[]> r) {
+                assertThat(r.rdmaRecords()).as("records read by RDMA").isPositive();
+                if (r.rdmaRecords() != RECORDS) {
+                    System.out.printf("  note: %d of %d records of %s came by RDMA, the rest through Kafka%n", r.rdmaRecords(), RECORDS, topic);
+                }
+            }
+            return new Round(mb / secs, threadMs / mb, procMs / mb, mb, byThread);
+        }
+    }
+
+    private static Map<Long, Long> threadCpu() {
+        Map<Long, Long> cpu = new HashMap<>();
+        for (long id : THREADS.getAllThreadIds()) {
+            cpu.put(id, THREADS.getThreadCpuTime(id));
+        }
+        return cpu;
+    }
+
+    private static Map<String, Long> cpuByThreadName(Map<Long, Long> before, Map<Long, Long> after) {
+        Map<String, Long> out = new HashMap<>();
+        after.forEach((id, ns) -> {
+            var info = THREADS.getThreadInfo(id);
+            if (info != null && ns >= 0) {
+                out.merge(info.getThreadName().replaceAll("\\d+", "#"), ns - before.getOrDefault(id, 0L), Long::sum);
+            }
+        });
+        return out;
+    }
+}
