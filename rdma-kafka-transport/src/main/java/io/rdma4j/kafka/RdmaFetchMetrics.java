@@ -73,7 +73,7 @@ final class RdmaFetchMetrics implements AutoCloseable {
         bytes.add(new Meter(name("bytes-rdma-rate", "The average number of record batch bytes per second read by RDMA"),
                 name("bytes-rdma-total", "The total number of record batch bytes read by RDMA")));
         batches = metrics.sensor("rdma-batches");
-        batches.add(name("batches-rdma-total", "The total number of record batches read by RDMA and verified by CRC"), new CumulativeCount());
+        batches.add(name("batches-rdma-total", "The total number of record batches read by RDMA and verified by CRC"), new CumulativeSum());
         crcFailures = metrics.sensor("rdma-crc-failures");
         crcFailures.add(name("crc-failures-total", "The total number of RDMA-read batches that failed their CRC check (fetched through Kafka instead)"), new CumulativeCount());
         retries = metrics.sensor("rdma-retries");
@@ -117,8 +117,9 @@ final class RdmaFetchMetrics implements AutoCloseable {
         s.record(n);
     }
 
-    void batch(long sizeInBytes) {
-        batches.record();
+    /** {@code count} batches of {@code sizeInBytes} in all, read by RDMA and verified, in one fetch. */
+    void batches(int count, long sizeInBytes) {
+        batches.record(count);
         bytes.record(sizeInBytes);
     }
 

@@ -82,10 +82,30 @@ public class RdmaKafkaConsumerTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"none", "gzip", "snappy", "lz4", "zstd"})
-    void everyCompressionCodecMatchesPlainConsumer(String codec) throws Exception {
+    void everyCompressionCodecMatchesPlainConsumerInBothIsolationLevels(String codec) throws Exception {
         String topic = topic(2, Map.of());
         produce(topic, 3000, 200, Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec, ProducerConfig.LINGER_MS_CONFIG, "5"));
-        assertSameAsPlain(topic, 2, 3000, Map.of());
+        assertSameAsPlain("codec " + codec, topic, 2, 3000, Map.of());
+        assertSameAsPlain("codec " + codec, topic, 2, 3000, Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"));
+    }
+
+    @Test
+    void retainedLogAfterRetentionDeletedSegmentsMatchesPlainConsumerInBothIsolationLevels() throws Exception {
+        String topic = topic(1, Map.of("segment.bytes", "1048576"));
+        produce(topic, 6000, 1024, Map.of());
+        TopicPartition tp = new TopicPartition(topic, 0);
+        long end = admin.listOffsets(Map.of(tp, org.apache.kafka.clients.admin.OffsetSpec.latest())).partitionResult(tp).get().offset();
+        // Retention keeps about 2 of the ~6 segments.
+        admin.incrementalAlterConfigs(Map.of(new org.apache.kafka.common.config.ConfigResource(
+                org.apache.kafka.common.config.ConfigResource.Type.TOPIC, topic), List.of(new org.apache.kafka.clients.admin.AlterConfigOp(
+                new org.apache.kafka.clients.admin.ConfigEntry("retention.bytes", "2097152"),
+                org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET)))).all().get();
+        long logStart = awaitLogStartAbove(tp, 0);
+        awaitExportedLogStart(tp, logStart);
+        int retained = (int) (end - logStart);
+        String kind = "retention deleted offsets below " + logStart;
+        assertSameAsPlain(kind, topic, 1, retained, Map.of());
+        assertSameAsPlain(kind, topic, 1, retained, Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"));
     }
 
     @Test
@@ -586,6 +606,16 @@ public class RdmaKafkaConsumerTest {
         return out;
     }
 
+    private void awaitExportedLogStart(TopicPartition tp, long logStart) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (exporter.exportedLogStart(tp) < logStart) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("exporter did not serve " + tp + " from log start " + logStart + " within 30 s");
+            }
+            Thread.sleep(20);
+        }
+    }
+
     private long awaitLogStartAbove(TopicPartition tp, long offset) throws Exception {
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (System.nanoTime() < deadline) {
@@ -616,6 +646,10 @@ public class RdmaKafkaConsumerTest {
         try (Consumer<String, String> c = rdmaConsumer(Map.of())) {
             assertThat(readAll(c, topic, 1, compacted.size())).isEqualTo(compacted);
             assertEveryRecordByRdma(c, compacted, "compacted topic after a cleaner pass, new consumer");
+        }
+        try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+            assertThat(readAll(c, topic, 1, compacted.size())).isEqualTo(compacted);
+            assertEveryRecordByRdma(c, compacted, "compacted topic after a cleaner pass, new read_committed consumer");
         }
         // Compaction while an RDMA consumer is mid-stream: its segments are replaced under it.
         try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "20"))) {
@@ -812,13 +846,18 @@ public class RdmaKafkaConsumerTest {
         return "127.0.0.1:" + e.address().getPort();
     }
 
+    /** Both consumers read the topic from the start: the same records, every one by RDMA (counted per partition). */
     private void assertSameAsPlain(String topic, int partitions, int expected, Map<String, Object> extra) {
+        assertSameAsPlain(topic, topic, partitions, expected, extra);
+    }
+
+    /** {@code kind} names the topic's kind in the printed per-partition counts. */
+    private void assertSameAsPlain(String kind, String topic, int partitions, int expected, Map<String, Object> extra) {
         List<Seen> plain = consume(plainConsumer(extra), topic, partitions, expected);
         try (Consumer<String, String> c = rdmaConsumer(extra)) {
-            List<Seen> got = consume(c, topic, partitions, expected);
+            List<Seen> got = readAll(c, topic, partitions, expected);
             assertThat(got).hasSize(plain.size()).isEqualTo(plain);
-            assertRdmaRead(c);
-            assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords()).as("records came by RDMA").isEqualTo(expected);
+            assertEveryRecordByRdma(c, got, kind + ", " + extra.getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted"));
         }
         assertThat(plain).hasSize(expected);
     }

@@ -160,6 +160,13 @@ public final class LogExporter implements AutoCloseable {
         return published == null ? -1 : published.highWatermark();
     }
 
+    /** The log start offset this exporter currently serves for {@code tp}, or -1 while the partition is not exported yet. */
+    public long exportedLogStart(TopicPartition tp) {
+        PartitionExport p = partitions.get(tp);
+        var published = p == null ? null : p.published();
+        return published == null ? -1 : published.logStartOffset();
+    }
+
     /** Runs one refresh now (tests use it to avoid waiting). */
     public void refresh() throws IOException, InterruptedException {
         discoverPartitions();
