@@ -1,17 +1,14 @@
 package io.rdma4j.kafka;
 
 import io.rdma4j.core.ConnectionClosedException;
-import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RemoteAccessException;
-import io.rdma4j.core.RemoteRequestException;
 import io.rdma4j.core.RequestTypes;
 import io.rdma4j.core.pool.PoolConfig;
 import io.rdma4j.core.pool.PooledBuffer;
 import io.rdma4j.core.pool.RegisteredBufferPool;
-import io.rdma4j.kafka.protocol.AbortedTransactions;
 import io.rdma4j.kafka.protocol.BatchHeaders;
 import io.rdma4j.kafka.protocol.SegmentDirectory;
 import io.rdma4j.kafka.protocol.Watermark;
@@ -293,7 +290,7 @@ final class RdmaFetcher implements AutoCloseable {
             List<RecordBatchParser.Batch> read = RecordBatchParser.batches(buffer.segment().asByteBuffer());
             ReadCommittedFilter aborted = null;
             if (readCommitted) {
-                StableRange stable = stableRange(c, tp, read, position, end);
+                StableRange stable = StableRange.lookUp(c, tp, read, position, end, abortedTransactionRequests);
                 if (stable.fallback() != null) {
                     return stable.fallback();
                 }
@@ -354,72 +351,6 @@ final class RdmaFetcher implements AutoCloseable {
                 metrics.batches(verifiedBatches, verifiedBytes);
             }
         }
-    }
-
-    /**
-     * For read_committed: how many of the batches read lie wholly below the last stable offset (a transaction's
-     * batches start at or above it until it completes), and the filter that drops the aborted ones among them, or
-     * the fallback when the exporter cannot tell the aborted transactions. Only transactional batches can be
-     * aborted, so a range without one needs no request. Header fields are read before the CRC check here; every
-     * batch used is checked afterwards, so a corrupt header ends in the CRC failure, not in wrong records.
-     */
-    private StableRange stableRange(RdmaConnection c, TopicPartition tp, List<RecordBatchParser.Batch> read,
-                                    long position, long lastStableOffset) {
-        int stable = 0;
-        long rangeEnd = position;
-        boolean transactional = false;
-        for (RecordBatchParser.Batch b : read) {
-            if (b.lastOffset() >= lastStableOffset) {
-                break;
-            }
-            stable++;
-            if (b.lastOffset() >= position) {
-                transactional |= b.isTransactional();
-                rangeEnd = b.nextOffset();
-            }
-        }
-        if (!transactional) {
-            return new StableRange(stable, null, null);
-        }
-        AbortedTransactions.Request request = new AbortedTransactions.Request(tp.topic(), tp.partition(), position, rangeEnd);
-        AbortedTransactions.Response r;
-        abortedTransactionRequests.increment();
-        try {
-            r = AbortedTransactions.Response.fromBytes(c.requestAndWait(RequestTypes.KAFKA_ABORTED_TRANSACTIONS,
-                    ByteBuffer.wrap(request.toBytes())), request);
-        } catch (ProtocolException | RemoteRequestException e) {
-            return new StableRange(0, null, new Fallback(Reason.ABORTED_TRANSACTIONS,
-                    "aborted transactions of " + tp + " in [" + position + ", " + rangeEnd + "): " + e));
-        }
-        switch (r.status()) {
-            case OK -> { }
-            case SEGMENTS_CHANGING -> {
-                return new StableRange(0, null, new Fallback(Reason.DIRECTORY_CHANGING,
-                        "segments of " + tp + " are being replaced while its aborted transactions are looked up"));
-            }
-            default -> {
-                return new StableRange(0, null, new Fallback(Reason.ABORTED_TRANSACTIONS,
-                        "aborted transactions of " + tp + " in [" + position + ", " + rangeEnd + "): " + r.status()));
-            }
-        }
-        // A reply covering less than the range (more aborted transactions than one reply holds) serves the batches
-        // that end below what it covers.
-        int covered = 0;
-        for (RecordBatchParser.Batch b : read.subList(0, stable)) {
-            if (b.lastOffset() >= r.coveredUpTo()) {
-                break;
-            }
-            covered++;
-        }
-        if (covered == 0 || read.get(covered - 1).lastOffset() < position) {
-            return new StableRange(0, null, new Fallback(Reason.ABORTED_TRANSACTIONS, r.transactions().size()
-                    + " aborted transactions overlap offset " + position + " of " + tp + ", more than one reply holds"));
-        }
-        return new StableRange(covered, new ReadCommittedFilter(r.transactions()), null);
-    }
-
-    /** The first {@code batches} read may be used, through {@code filter} when not null; or else {@code fallback}. */
-    private record StableRange(int batches, ReadCommittedFilter filter, Fallback fallback) {
     }
 
     private PooledBuffer read(RdmaConnection c, SegmentDirectory.Segment seg, long offset, long length) {
