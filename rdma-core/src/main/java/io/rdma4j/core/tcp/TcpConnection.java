@@ -329,15 +329,17 @@ final class TcpConnection implements ProviderConnection {
         finished = true;
         outgoing.abortQueued();
         peerRequests.releaseAll();
-        pending.failAll(pendingFailure());
         transport.connectionClosed(this);
         ConnectionEvents e;
         synchronized (lock) {
             e = events;
         }
+        // Reported before what was pending fails (as the verbs provider does): whoever sees an operation fail as
+        // closed then also sees the connection closed.
         if (e != null) {
             e.onClosed(closeCause);
         }
+        pending.failAll(pendingFailure());
     }
 
     private static void join(Thread t) {
