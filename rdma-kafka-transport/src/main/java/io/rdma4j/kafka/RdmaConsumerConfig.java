@@ -18,18 +18,21 @@ import java.util.Map;
  * <tr><td>rdma.fetch.fallback.backoff.ms</td><td>how long a partition stays on the normal fetch path after
  *   RDMA could not serve it (default 1000)</td></tr>
  * <tr><td>rdma.fetch.poll.interval.ms</td><td>how often poll() rechecks watermarks while waiting (default 5)</td></tr>
+ * <tr><td>rdma.fetch.decode.ahead</td><td>{@code true} (default) to check and inflate the batches read ahead on one
+ *   background thread per consumer while the application works; {@code false} does it all on the polling thread</td></tr>
  * <tr><td>rdma.&lt;transport key&gt;</td><td>see {@link TransportConfig#fromProperties}</td></tr>
  * </table>
  * Every {@code rdma.*} key is removed before the rest configures the internal KafkaConsumer.
  */
 public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddress, Duration fallbackBackoff,
-                                 Duration pollInterval, TransportConfig transport) {
+                                 Duration pollInterval, boolean decodeAhead, TransportConfig transport) {
 
     public static final String PREFIX = "rdma.";
     public static final String ENABLED = "rdma.fetch.enabled";
     public static final String EXPORTER_ADDRESS = "rdma.exporter.address";
     public static final String FALLBACK_BACKOFF = "rdma.fetch.fallback.backoff.ms";
     public static final String POLL_INTERVAL = "rdma.fetch.poll.interval.ms";
+    public static final String DECODE_AHEAD = "rdma.fetch.decode.ahead";
 
     public static boolean enabled(Map<String, ?> configs) {
         Object v = configs.get(ENABLED);
@@ -50,7 +53,7 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
         });
         return new RdmaConsumerConfig(enabled(configs), address == null ? null : ExporterConfig.parseAddress(address.toString().trim()),
                 Duration.ofMillis(longValue(configs, FALLBACK_BACKOFF, 1000)), Duration.ofMillis(longValue(configs, POLL_INTERVAL, 5)),
-                TransportConfig.fromProperties(transportKeys, PREFIX));
+                booleanValue(configs, DECODE_AHEAD, true), TransportConfig.fromProperties(transportKeys, PREFIX));
     }
 
     /** The configs without any {@code rdma.*} key: what the internal KafkaConsumer gets. */
@@ -62,6 +65,18 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
             }
         });
         return out;
+    }
+
+    private static boolean booleanValue(Map<String, ?> configs, String key, boolean fallback) {
+        Object v = configs.get(key);
+        if (v == null) {
+            return fallback;
+        }
+        String text = v.toString().trim();
+        if (!text.equalsIgnoreCase("true") && !text.equalsIgnoreCase("false")) {
+            throw new IllegalArgumentException(key + " needs true or false, got '" + v + "'");
+        }
+        return Boolean.parseBoolean(text);
     }
 
     private static long longValue(Map<String, ?> configs, String key, long fallback) {

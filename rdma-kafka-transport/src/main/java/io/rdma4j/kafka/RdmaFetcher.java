@@ -16,13 +16,13 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.CorruptRecordException;
 import org.apache.kafka.common.errors.RecordDeserializationException;
-import org.apache.kafka.common.header.internals.RecordHeaders;
 import io.rdma4j.kafka.protocol.RecordBatchParser;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.utils.BufferSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -31,6 +31,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -93,6 +95,12 @@ final class RdmaFetcher implements AutoCloseable {
     final RegisteredBufferPool pool;
     /** Working buffers of the decompression codecs, reused across batches; the fetcher runs on the consumer's thread only. */
     private final BufferSupplier decompressionBuffers = BufferSupplier.create();
+    /**
+     * Checks and inflates the batches of each read-ahead while the application works on the records before them
+     * (one daemon thread, started on the first read-ahead), with working buffers only it uses.
+     */
+    private final ExecutorService decoder;
+    private final BufferSupplier decoderBuffers = BufferSupplier.create();
     private final Map<TopicPartition, PartitionState> states = new HashMap<>();
     private RdmaConnection connection;
     private long nextConnectNanos;
@@ -114,6 +122,15 @@ final class RdmaFetcher implements AutoCloseable {
         // The watermark generation this directory was checked against; a newer one means segments were
         // replaced or deleted (compaction, retention), so the directory is looked up again.
         long generation = -1;
+        /** The next bytes of the cursor's segment: in flight, or left over from the last fetch. */
+        BatchRange ahead;
+
+        void releaseAhead() {
+            if (ahead != null) {
+                ahead.release();
+                ahead = null;
+            }
+        }
     }
 
     /** Null where nobody reads them (unit tests of the fetcher alone). */
@@ -125,21 +142,30 @@ final class RdmaFetcher implements AutoCloseable {
     private final boolean readCommitted;
 
     RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff) {
-        this(transport, exporter, reconnectBackoff, null, false);
+        this(transport, exporter, reconnectBackoff, null, false, true);
     }
 
     RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff, RdmaFetchMetrics metrics,
-                boolean readCommitted) {
+                boolean readCommitted, boolean decodeAhead) {
         this.metrics = metrics;
         this.readCommitted = readCommitted;
         this.transport = transport;
         this.exporter = exporter;
         this.reconnectBackoff = reconnectBackoff;
         this.pool = transport.createBufferPool(PoolConfig.defaults());
+        this.decoder = decodeAhead
+                ? Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("rdma4j-kafka-decoder").factory()) : null;
     }
 
     void forget(TopicPartition tp) {
-        states.remove(tp);
+        drop(tp);
+    }
+
+    private void drop(TopicPartition tp) {
+        PartitionState st = states.remove(tp);
+        if (st != null) {
+            st.releaseAhead();
+        }
     }
 
     /** Fetches up to {@code maxRecords} records of {@code tp} from {@code position}, reading at most about {@code maxBytes}. */
@@ -175,11 +201,11 @@ final class RdmaFetcher implements AutoCloseable {
                 if (metrics != null) {
                     metrics.crcFailure();
                 }
-                states.remove(tp);
+                drop(tp);
                 LOG.warn("RDMA-read batch of {} failed its CRC check, fetching it through Kafka instead: {}", tp, e.getMessage());
                 return new Fallback(Reason.CORRUPT_BATCH, "corrupt batch: " + e.getMessage());
             } catch (RdmaException e) {
-                states.remove(tp);
+                drop(tp);
                 if (!c.isOpen()) {
                     dropConnection();
                 }
@@ -263,13 +289,26 @@ final class RdmaFetcher implements AutoCloseable {
     private <K, V> Result readBatches(RdmaConnection c, TopicPartition tp, PartitionState st, SegmentDirectory.Segment seg,
                                       long validEnd, long end, long position, int maxRecords, int maxBytes,
                                       Deserializer<K> keys, Deserializer<V> values) {
-        long length = Math.min(validEnd - st.cursorPosition, Math.max(maxBytes, BatchHeaders.LOG_OVERHEAD));
-        PooledBuffer buffer = read(c, seg, st.cursorPosition, length);
+        long fetchBytes = Math.max(maxBytes, BatchHeaders.LOG_OVERHEAD);
+        BatchRange range = st.ahead;
+        st.ahead = null;
+        if (range != null && !range.serves(seg.baseOffset(), st.cursorPosition, validEnd)) {
+            range.release();
+            range = null;
+        }
+        if (range == null) {
+            range = BatchRange.read(seg.baseOffset(), st.cursorPosition,
+                    read(c, seg, st.cursorPosition, Math.min(validEnd - st.cursorPosition, fetchBytes)));
+        }
         int verifiedBatches = 0;
         long verifiedBytes = 0;
         try {
-            long first = BatchHeaders.batchSize(buffer.segment(), 0);
-            if (first > length) {
+            DecodedBatches decoded = range.await();
+            if (metrics != null && range.readNanos() > 0) {
+                metrics.readNanos(range.readNanos());
+            }
+            long first = BatchHeaders.batchSize(range.bytes(), 0);
+            if (first > range.bytes().byteSize()) {
                 // One batch larger than the fetch size: read it whole, as Kafka returns at least one batch.
                 if (first > MAX_BATCH_BYTES) {
                     throw new CorruptRecordException("batch at byte " + st.cursorPosition + " of segment " + seg.baseOffset()
@@ -279,15 +318,17 @@ final class RdmaFetcher implements AutoCloseable {
                     throw new CorruptRecordException("batch at byte " + st.cursorPosition + " of segment " + seg.baseOffset()
                             + " claims " + first + " bytes, past the high watermark position " + validEnd);
                 }
-                buffer.close();
-                buffer = read(c, seg, st.cursorPosition, first);
+                range.release();
+                range = null;
+                range = BatchRange.read(seg.baseOffset(), st.cursorPosition, read(c, seg, st.cursorPosition, first));
+                decoded = range.await();
             }
             List<ConsumerRecord<K, V>> out = new ArrayList<>();
             long next = position;
             long pos = st.cursorPosition;
             Optional<Integer> epoch = Optional.empty();
-            // Zero-copy: batches are parsed in place in the registered buffer.
-            List<RecordBatchParser.Batch> read = RecordBatchParser.batches(buffer.segment().asByteBuffer());
+            // Zero-copy: uncompressed batches are parsed in place in the registered buffer.
+            List<RecordBatchParser.Batch> read = decoded.batches();
             ReadCommittedFilter aborted = null;
             if (readCommitted) {
                 StableRange stable = StableRange.lookUp(c, tp, read, position, end, abortedTransactionRequests);
@@ -298,8 +339,9 @@ final class RdmaFetcher implements AutoCloseable {
                 aborted = stable.filter();
             }
             batches:
-            for (RecordBatchParser.Batch batch : read) {
-                batch.ensureValid(); // CRC32C over the batch: a corrupt batch is never returned.
+            for (int i = 0; i < read.size(); i++) {
+                RecordBatchParser.Batch batch = read.get(i);
+                decoded.ensureValid(i); // CRC32C over the batch: a corrupt batch is never returned.
                 verifiedBatches++;
                 verifiedBytes += batch.sizeInBytes();
                 if (batch.lastOffset() < position) {
@@ -314,7 +356,7 @@ final class RdmaFetcher implements AutoCloseable {
                     continue;
                 }
                 if (!batch.isControlBatch()) {
-                    for (RecordBatchParser.ParsedRecord r : batch.records(decompressionBuffers)) {
+                    for (RecordBatchParser.ParsedRecord r : decoded.records(i, decompressionBuffers)) {
                         if (r.offset() < next) {
                             continue;
                         }
@@ -323,7 +365,7 @@ final class RdmaFetcher implements AutoCloseable {
                         }
                         ConsumerRecord<K, V> record;
                         try {
-                            record = toConsumerRecord(tp, batch, r, epoch, keys, values);
+                            record = RecordConversion.toConsumerRecord(tp, batch, r, epoch, keys, values);
                         } catch (RecordDeserializationException e) {
                             if (out.isEmpty()) {
                                 throw e;
@@ -341,9 +383,19 @@ final class RdmaFetcher implements AutoCloseable {
             records.add(out.size());
             st.cursorOffset = next;
             st.cursorPosition = pos;
+            // Stopped at max.poll.records: the next poll starts from the bytes and records already here.
+            st.ahead = pos < range.end() ? range.rest(pos, decoded) : null;
+            if (st.ahead != null) {
+                range = null;
+            } else if (pos < validEnd) {
+                st.ahead = BatchRange.readAhead(c, seg, pos, Math.min(validEnd - pos, fetchBytes), pool, decoder,
+                        decoder == null ? null : bytes -> DecodedBatches.decode(bytes, decoderBuffers));
+            }
             return new Records<>(out, next, epoch, end);
         } finally {
-            buffer.close();
+            if (range != null) {
+                range.release();
+            }
             // Once per fetch, not per batch: a Kafka sensor records under a lock and with a clock read.
             batches.add(verifiedBatches);
             bytes.add(verifiedBytes);
@@ -364,54 +416,12 @@ final class RdmaFetcher implements AutoCloseable {
         }
     }
 
-    private void timedRead(RdmaConnection c, io.rdma4j.core.RegionDescriptor region, long offset, java.lang.foreign.MemorySegment into) {
+    private void timedRead(RdmaConnection c, io.rdma4j.core.RegionDescriptor region, long offset, MemorySegment into) {
         long start = System.nanoTime();
         c.readAndWait(region, offset, into);
         if (metrics != null) {
             metrics.readNanos(System.nanoTime() - start);
         }
-    }
-
-    private <K, V> ConsumerRecord<K, V> toConsumerRecord(TopicPartition tp, RecordBatchParser.Batch batch, RecordBatchParser.ParsedRecord r, Optional<Integer> epoch,
-                                                         Deserializer<K> keys, Deserializer<V> values) {
-        RecordHeaders headers = new RecordHeaders(r.headers());
-        byte[] keyBytes = r.key() == null ? null : toArray(r.key());
-        byte[] valueBytes = r.value() == null ? null : toArray(r.value());
-        K key;
-        V value;
-        try {
-            key = keyBytes == null ? null : keys.deserialize(tp.topic(), headers, keyBytes);
-        } catch (RuntimeException e) {
-            throw deserializationFailure(RecordDeserializationException.DeserializationExceptionOrigin.KEY, tp, batch, r,
-                    keyBytes, valueBytes, headers, e);
-        }
-        try {
-            value = valueBytes == null ? null : values.deserialize(tp.topic(), headers, valueBytes);
-        } catch (RuntimeException e) {
-            throw deserializationFailure(RecordDeserializationException.DeserializationExceptionOrigin.VALUE, tp, batch, r,
-                    keyBytes, valueBytes, headers, e);
-        }
-        return new ConsumerRecord<>(tp.topic(), tp.partition(), r.offset(), r.timestamp(), batch.timestampType(),
-                keyBytes == null ? ConsumerRecord.NULL_SIZE : keyBytes.length,
-                valueBytes == null ? ConsumerRecord.NULL_SIZE : valueBytes.length, key, value, headers, epoch);
-    }
-
-    /** What KafkaConsumer throws for a record its deserializers reject; the position stays on that record. */
-    private static RecordDeserializationException deserializationFailure(
-            RecordDeserializationException.DeserializationExceptionOrigin origin, TopicPartition tp,
-            RecordBatchParser.Batch batch, RecordBatchParser.ParsedRecord r, byte[] keyBytes, byte[] valueBytes,
-            RecordHeaders headers, RuntimeException cause) {
-        return new RecordDeserializationException(origin, tp, r.offset(), r.timestamp(), batch.timestampType(),
-                keyBytes == null ? null : ByteBuffer.wrap(keyBytes), valueBytes == null ? null : ByteBuffer.wrap(valueBytes),
-                headers, "Error deserializing " + origin.name().toLowerCase(java.util.Locale.ROOT) + " for partition " + tp
-                        + " at offset " + r.offset() + ". If needed, please seek past the record to continue consumption.",
-                cause);
-    }
-
-    private static byte[] toArray(ByteBuffer b) {
-        byte[] out = new byte[b.remaining()];
-        b.duplicate().get(out);
-        return out;
     }
 
     private Watermark readWatermark(RdmaConnection c, PartitionState st) {
@@ -433,7 +443,7 @@ final class RdmaFetcher implements AutoCloseable {
         SegmentDirectory.Response r = SegmentDirectory.Response.fromBytes(c.requestAndWait(RequestTypes.KAFKA_DIRECTORY,
                 ByteBuffer.wrap(new SegmentDirectory.Request(tp.topic(), tp.partition(), fromOffset).toBytes())));
         if (r.status() != SegmentDirectory.Status.OK || r.segments().isEmpty()) {
-            states.remove(tp);
+            drop(tp);
             return null;
         }
         PartitionState st = new PartitionState();
@@ -442,7 +452,10 @@ final class RdmaFetcher implements AutoCloseable {
         st.cursorOffset = fromOffset;
         st.cursorSegmentBase = r.segments().getFirst().baseOffset();
         st.cursorPosition = r.startPosition();
-        states.put(tp, st);
+        PartitionState replaced = states.put(tp, st);
+        if (replaced != null) {
+            replaced.releaseAhead();
+        }
         return st;
     }
 
@@ -487,16 +500,33 @@ final class RdmaFetcher implements AutoCloseable {
 
     private void dropConnection() {
         if (connection != null) {
-            connection.close();
+            connection.close(); // Fails what is still in flight, so read-ahead buffers go back.
             connection = null;
+            states.values().forEach(PartitionState::releaseAhead);
             states.clear(); // Descriptors may belong to an exporter that is gone.
         }
     }
 
+    private boolean shutDown(ExecutorService executor) throws InterruptedException {
+        executor.shutdown();
+        return executor.awaitTermination(transport.config().operationTimeout().toMillis(), TimeUnit.MILLISECONDS);
+    }
+
     @Override
     public void close() {
+        List<BatchRange> inFlight = states.values().stream().map(st -> st.ahead).filter(java.util.Objects::nonNull).toList();
         dropConnection();
+        // Nothing may still be written into the pool's memory when it is freed.
+        inFlight.forEach(r -> r.awaitFinished(transport.config().operationTimeout()));
+        try {
+            if (decoder != null && !shutDown(decoder)) {
+                LOG.warn("the rdma4j Kafka decoder thread did not finish within the operation timeout");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         pool.close();
+        decoderBuffers.close();
         decompressionBuffers.close();
     }
 }

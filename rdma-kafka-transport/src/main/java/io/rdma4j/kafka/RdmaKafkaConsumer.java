@@ -99,7 +99,8 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         if (rdmaConfig.enabled()) {
             try {
                 t = RdmaTransport.open(rdmaConfig.transport());
-                f = new RdmaFetcher(t, rdmaConfig.exporterAddress(), rdmaConfig.fallbackBackoff(), rdmaMetrics, readCommitted);
+                f = new RdmaFetcher(t, rdmaConfig.exporterAddress(), rdmaConfig.fallbackBackoff(), rdmaMetrics, readCommitted,
+                        rdmaConfig.decodeAhead());
             } catch (RuntimeException e) {
                 if (t != null) {
                     t.close();

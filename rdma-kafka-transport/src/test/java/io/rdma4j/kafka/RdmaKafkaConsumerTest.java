@@ -21,6 +21,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.MemorySegment;
@@ -87,6 +88,30 @@ public class RdmaKafkaConsumerTest {
         produce(topic, 3000, 200, Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec, ProducerConfig.LINGER_MS_CONFIG, "5"));
         assertSameAsPlain("codec " + codec, topic, 2, 3000, Map.of());
         assertSameAsPlain("codec " + codec, topic, 2, 3000, Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"));
+    }
+
+    /**
+     * Fetches of 8 KiB and polls of 15 records: fetches are served by the READ issued when the one before used up
+     * its bytes, or by the bytes and records a poll before stopped in; decoded ahead or on the poll thread.
+     */
+    @ParameterizedTest(name = "decode ahead {0}")
+    @ValueSource(booleans = {true, false})
+    void smallFetchesReadAheadAndResumeInsideBatchesMatchPlainConsumer(boolean decodeAhead) throws Exception {
+        String topic = topic(2, Map.of());
+        produce(topic, 3000, 200, Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4", ProducerConfig.LINGER_MS_CONFIG, "5"));
+        Map<String, Object> small = Map.of(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "8192",
+                ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "15");
+        List<Seen> plain = consume(plainConsumer(small), topic, 2, 3000);
+        for (String isolation : List.of("read_uncommitted", "read_committed")) {
+            Map<String, Object> extra = new HashMap<>(small);
+            extra.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+            extra.put("rdma.fetch.decode.ahead", decodeAhead);
+            try (Consumer<String, String> c = rdmaConsumer(extra)) {
+                List<Seen> got = readAll(c, topic, 2, 3000);
+                assertThat(got).as(isolation).isEqualTo(plain);
+                assertEveryRecordByRdma(c, got, "small fetches, decode ahead " + decodeAhead + ", " + isolation);
+            }
+        }
     }
 
     @Test
@@ -371,8 +396,10 @@ public class RdmaKafkaConsumerTest {
         }
     }
 
-    @Test
-    void corruptBatchIsDetectedByCrcAndNeverReturned() throws Exception {
+    /** In the first batch (read by the first, synchronous fetch), or deep in the segment, where a read-ahead reaches it. */
+    @ParameterizedTest(name = "flipped byte {0}, decode ahead {1}")
+    @CsvSource({"80, true", "60000, true", "60000, false"})
+    void corruptBatchIsDetectedByCrcAndNeverReturned(int flippedByte, boolean decodeAhead) throws Exception {
         String topic = topic(1, Map.of());
         produce(topic, 1000, 100, Map.of());
         // An exporter that exports a copy of every segment with one byte flipped inside the first batch's records.
@@ -380,13 +407,15 @@ public class RdmaKafkaConsumerTest {
                 (transport, file, size, arena) -> {
                     MemorySegment copy = arena.allocate(size, 8);
                     copy.copyFrom(MemorySegment.ofArray(Files.readAllBytes(file)).asSlice(0, size));
-                    if (file.getParent().getFileName().toString().startsWith(topic) && size > 100) {
-                        copy.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 80, (byte) (copy.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 80) ^ 0x5a));
+                    if (file.getParent().getFileName().toString().startsWith(topic) && size > flippedByte + 100) {
+                        copy.set(java.lang.foreign.ValueLayout.JAVA_BYTE, flippedByte,
+                                (byte) (copy.get(java.lang.foreign.ValueLayout.JAVA_BYTE, flippedByte) ^ 0x5a));
                     }
                     return transport.register(copy, io.rdma4j.core.Access.remoteRead());
                 })) {
             List<Seen> plain = consume(plainConsumer(Map.of()), topic, 1, 1000);
-            try (Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", address(tampering)))) {
+            try (Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", address(tampering),
+                    ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "16384", "rdma.fetch.decode.ahead", decodeAhead))) {
                 List<Seen> got = consume(c, topic, 1, 1000);
                 RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
                 assertThat(r.crcFailures()).as("the flipped byte was caught by the CRC").isPositive();

@@ -42,6 +42,11 @@ final class BenchBroker implements AutoCloseable {
 
     /** A consumer of byte arrays: plain when {@code rdma} is false, else reading by RDMA (tcp provider) from the exporter. */
     Consumer<byte[], byte[]> consumer(boolean rdma) {
+        return consumer(rdma, Map.of());
+    }
+
+    /** As {@link #consumer(boolean)}, with further client properties. */
+    Consumer<byte[], byte[]> consumer(boolean rdma, Map<String, Object> more) {
         Map<String, Object> c = new HashMap<>();
         c.put("bootstrap.servers", cluster.bootstrap());
         c.put("enable.auto.commit", "false");
@@ -52,6 +57,7 @@ final class BenchBroker implements AutoCloseable {
             c.put("rdma.provider", "tcp");
             c.put("rdma.fetch.poll.interval.ms", "1");
         }
+        c.putAll(more);
         return RdmaConsumerFactory.create(c, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 

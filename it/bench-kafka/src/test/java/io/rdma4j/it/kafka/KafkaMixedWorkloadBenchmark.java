@@ -34,9 +34,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Raw read throughput of the RDMA consumer (tcp provider) against a plain KafkaConsumer on a mixed workload:
  * 6 partitions, keys, 1–3 headers, values ~80 % around 1 KiB, ~15 % of 1 B–64 KiB, ~5 % empty, in an
- * uncompressed and an lz4 topic. Both consumers deserialise to byte arrays and sum key and value sizes; their
- * rounds alternate (who goes first too) and the median round counts. Broker, exporter and consumer share this JVM:
- * process CPU includes the broker and the exporter, consumer-thread CPU is only the thread calling poll().
+ * uncompressed and an lz4 topic. The RDMA consumer runs twice: decoding read-ahead batches on its decoder thread
+ * (the default), and with {@code rdma.fetch.decode.ahead=false}. All deserialise to byte arrays and sum key and value
+ * sizes; each round reads with every consumer, starting with the next one, and the median round counts. Broker,
+ * exporter and consumer share this JVM: process CPU includes the broker and the exporter, consumer-thread CPU is
+ * only the thread calling poll() (so not the decoder thread).
  * {@code -Dbench.jfr=DIR} records one further RDMA read of each topic with JFR (1 ms samples) into DIR.
  */
 class KafkaMixedWorkloadBenchmark {
@@ -47,6 +49,23 @@ class KafkaMixedWorkloadBenchmark {
     static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
     static final com.sun.management.OperatingSystemMXBean OS =
             (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+
+    /** The consumers compared: plain KafkaConsumer, and the RDMA consumer decoding ahead or only on the polling thread. */
+    enum Variant {
+        PLAIN("plain KafkaConsumer", false, Map.of()),
+        RDMA("RDMA (tcp provider)", true, Map.of()),
+        RDMA_POLL_THREAD("RDMA, decoding on poll thread", true, Map.of("rdma.fetch.decode.ahead", "false"));
+
+        final String label;
+        final boolean rdma;
+        final Map<String, Object> properties;
+
+        Variant(String label, boolean rdma, Map<String, Object> properties) {
+            this.label = label;
+            this.rdma = rdma;
+            this.properties = properties;
+        }
+    }
 
     /** One read of a whole topic: its figures, and CPU by thread name (digits dropped) while it ran. */
     record Round(double mbPerSec, double threadCpuMsPerMb, double processCpuMsPerMb, double mb, Map<String, Long> cpuByThread) {
@@ -64,19 +83,20 @@ class KafkaMixedWorkloadBenchmark {
                 System.out.printf("produced %s: %d records, %.1f MB of keys and values in %.1f s%n",
                         topic, RECORDS, bytes / 1e6, (System.nanoTime() - t0) / 1e9);
             }
+            Variant[] variants = Variant.values();
             for (String topic : topics) {
-                read(broker, topic, false); // warm-up of both paths on this topic
-                read(broker, topic, true);
-                List<Round> plain = new ArrayList<>();
-                List<Round> rdma = new ArrayList<>();
-                for (int i = 0; i < ROUNDS; i++) {
-                    boolean rdmaFirst = i % 2 == 1;
-                    Round first = read(broker, topic, rdmaFirst);
-                    Round second = read(broker, topic, !rdmaFirst);
-                    (rdmaFirst ? rdma : plain).add(first);
-                    (rdmaFirst ? plain : rdma).add(second);
+                Map<Variant, List<Round>> rounds = new java.util.EnumMap<>(Variant.class);
+                for (Variant v : variants) {
+                    read(broker, topic, v); // warm-up of every path on this topic
+                    rounds.put(v, new ArrayList<>());
                 }
-                report(topic, plain, rdma);
+                for (int i = 0; i < ROUNDS; i++) {
+                    for (int k = 0; k < variants.length; k++) { // each round starts with the next variant
+                        Variant v = variants[(i + k) % variants.length];
+                        rounds.get(v).add(read(broker, topic, v));
+                    }
+                }
+                report(topic, rounds);
             }
             String jfrDir = System.getProperty("bench.jfr");
             if (jfrDir != null && !jfrDir.isBlank()) {
@@ -85,8 +105,11 @@ class KafkaMixedWorkloadBenchmark {
                     try (Recording recording = new Recording()) {
                         recording.enable("jdk.ExecutionSample").withPeriod(Duration.ofMillis(1));
                         recording.enable("jdk.NativeMethodSample").withPeriod(Duration.ofMillis(1));
+                        recording.enable("jdk.ThreadPark").withThreshold(Duration.ofNanos(0)).withStackTrace();
+                        recording.enable("jdk.JavaMonitorWait").withThreshold(Duration.ofNanos(0)).withStackTrace();
+                        recording.enable("jdk.SocketRead").withThreshold(Duration.ofNanos(0)).withStackTrace();
                         recording.start();
-                        read(broker, topic, true);
+                        read(broker, topic, Variant.RDMA);
                         recording.stop();
                         Path file = Path.of(jfrDir, "rdma-" + topic + ".jfr");
                         recording.dump(file);
@@ -97,18 +120,22 @@ class KafkaMixedWorkloadBenchmark {
         }
     }
 
-    private static void report(String topic, List<Round> plain, List<Round> rdma) {
-        Round p = median(plain);
-        Round r = median(rdma);
-        System.out.printf("%s, %d records (%.1f MB), median of %d alternating rounds:%n", topic, RECORDS, p.mb(), ROUNDS);
-        System.out.printf("  plain KafkaConsumer  %7.1f MB/s (rounds %s)  consumer-thread CPU %6.2f ms/MB  process CPU %6.2f ms/MB%n",
-                p.mbPerSec(), rates(plain), p.threadCpuMsPerMb(), p.processCpuMsPerMb());
-        System.out.printf("  RDMA (tcp provider)  %7.1f MB/s (rounds %s)  consumer-thread CPU %6.2f ms/MB  process CPU %6.2f ms/MB%n",
-                r.mbPerSec(), rates(rdma), r.threadCpuMsPerMb(), r.processCpuMsPerMb());
-        System.out.printf("  ratios RDMA/plain: throughput %.2fx, consumer-thread CPU/MB %.2fx, process CPU/MB %.2fx%n",
-                r.mbPerSec() / p.mbPerSec(), r.threadCpuMsPerMb() / p.threadCpuMsPerMb(), r.processCpuMsPerMb() / p.processCpuMsPerMb());
-        System.out.println("  CPU ms by thread in the median round, plain: " + top(p.cpuByThread()));
-        System.out.println("  CPU ms by thread in the median round, RDMA:  " + top(r.cpuByThread()));
+    private static void report(String topic, Map<Variant, List<Round>> rounds) {
+        Round p = median(rounds.get(Variant.PLAIN));
+        System.out.printf("%s, %d records (%.1f MB), median of %d rotating rounds:%n", topic, RECORDS, p.mb(), ROUNDS);
+        rounds.forEach((v, list) -> {
+            Round r = median(list);
+            System.out.printf("  %-30s %7.1f MB/s (rounds %s)  consumer-thread CPU %6.2f ms/MB  process CPU %6.2f ms/MB%n",
+                    v.label, r.mbPerSec(), rates(list), r.threadCpuMsPerMb(), r.processCpuMsPerMb());
+        });
+        rounds.forEach((v, list) -> {
+            Round r = median(list);
+            if (v != Variant.PLAIN) {
+                System.out.printf("  ratios %s / plain: throughput %.2fx, consumer-thread CPU/MB %.2fx, process CPU/MB %.2fx%n", v.label,
+                        r.mbPerSec() / p.mbPerSec(), r.threadCpuMsPerMb() / p.threadCpuMsPerMb(), r.processCpuMsPerMb() / p.processCpuMsPerMb());
+            }
+        });
+        rounds.forEach((v, list) -> System.out.printf("  CPU ms by thread in the median round, %s: %s%n", v.label, top(median(list).cpuByThread())));
     }
 
     private static Round median(List<Round> rounds) {
@@ -183,8 +210,8 @@ class KafkaMixedWorkloadBenchmark {
         return sb.substring(0, size).getBytes(StandardCharsets.US_ASCII);
     }
 
-    private static Round read(BenchBroker broker, String topic, boolean rdma) {
-        try (Consumer<byte[], byte[]> c = broker.consumer(rdma)) {
+    private static Round read(BenchBroker broker, String topic, Variant variant) {
+        try (Consumer<byte[], byte[]> c = broker.consumer(variant.rdma, variant.properties)) {
             List<TopicPartition> partitions = IntStream.range(0, PARTITIONS).mapToObj(i -> new TopicPartition(topic, i)).toList();
             c.assign(partitions);
             c.seekToBeginning(partitions);
