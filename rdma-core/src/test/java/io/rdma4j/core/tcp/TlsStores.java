@@ -9,15 +9,15 @@ import java.util.List;
 
 /**
  * Key and trust stores for TLS tests, made once per JVM with the JDK's keytool: two EC key pairs ("member" and
- * "stranger") and a trust store holding only the member's certificate.
+ * "stranger") and a trust store holding only the member's certificate. Public for the TLS benchmark in it/bench-transport.
  */
-final class TlsStores {
+public final class TlsStores {
 
-    static final String PASSWORD = "changeit";
+    public static final String PASSWORD = "changeit";
 
-    final Path member;
-    final Path stranger;
-    final Path trust;
+    public final Path member;
+    public final Path stranger;
+    public final Path trust;
 
     private static TlsStores made;
 
@@ -35,7 +35,7 @@ final class TlsStores {
                 "-keystore", trust.toString(), "-storepass", PASSWORD);
     }
 
-    static synchronized TlsStores get() {
+    public static synchronized TlsStores get() {
         if (made == null) {
             try {
                 Path dir = Files.createTempDirectory("rdma4j-tls");

@@ -276,13 +276,18 @@ public final class LogExporter implements AutoCloseable {
         }
     }
 
-    private ByteBuffer answer(ByteBuffer message, RequestContext context) {
+    /** The export a request names, or null when this exporter does not serve that partition; refused while closing. */
+    private PartitionExport exportFor(String topic, int partition) {
         if (closed) {
             throw new RequestRefusedException("the log exporter is closing; fetch through Kafka");
         }
+        return partitions.get(new TopicPartition(topic, partition));
+    }
+
+    private ByteBuffer answer(ByteBuffer message, RequestContext context) {
         directoryRequests.incrementAndGet();
         SegmentDirectory.Request request = SegmentDirectory.Request.fromBytes(message);
-        PartitionExport p = partitions.get(new TopicPartition(request.topic(), request.partition()));
+        PartitionExport p = exportFor(request.topic(), request.partition());
         if (p == null) {
             return ByteBuffer.wrap(new SegmentDirectory.Response(SegmentDirectory.Status.UNKNOWN_PARTITION, null, -1,
                     java.util.List.of()).toBytes());
@@ -291,12 +296,9 @@ public final class LogExporter implements AutoCloseable {
     }
 
     private ByteBuffer answerAbortedTransactions(ByteBuffer message, RequestContext context) {
-        if (closed) {
-            throw new RequestRefusedException("the log exporter is closing; fetch through Kafka");
-        }
         abortedTransactionRequests.incrementAndGet();
         AbortedTransactions.Request request = AbortedTransactions.Request.fromBytes(message);
-        PartitionExport p = partitions.get(new TopicPartition(request.topic(), request.partition()));
+        PartitionExport p = exportFor(request.topic(), request.partition());
         if (p == null) {
             return ByteBuffer.wrap(AbortedTransactions.Response.of(AbortedTransactions.Status.UNKNOWN_PARTITION).toBytes());
         }

@@ -1,33 +1,22 @@
 package io.rdma4j.it.kafka;
 
+import io.rdma4j.kafka.MixedWorkload;
 import io.rdma4j.kafka.RdmaKafkaConsumer;
 import jdk.jfr.Recording;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.Consumer;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.header.internals.RecordHeader;
-import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
 
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
-import java.util.SplittableRandom;
-import java.util.stream.IntStream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -79,7 +68,8 @@ class KafkaMixedWorkloadBenchmark {
                 String topicCodec = topic.substring("mixed-".length());
                 broker.createTopics(new NewTopic(topic, PARTITIONS, (short) 1).configs(Map.of("compression.type", topicCodec)));
                 long t0 = System.nanoTime();
-                long bytes = produce(broker.bootstrap(), topic, topicCodec.equals("uncompressed") ? "none" : topicCodec);
+                long bytes = MixedWorkload.produce(broker.bootstrap(), topic, topicCodec.equals("uncompressed") ? "none" : topicCodec,
+                        RECORDS, Map.of());
                 System.out.printf("produced %s: %d records, %.1f MB of keys and values in %.1f s%n",
                         topic, RECORDS, bytes / 1e6, (System.nanoTime() - t0) / 1e9);
             }
@@ -152,94 +142,23 @@ class KafkaMixedWorkloadBenchmark {
                 .map(e -> e.getKey() + " " + e.getValue() / 1_000_000).toList().toString();
     }
 
-    /** Produces RECORDS mixed records with the codec; returns the bytes of keys and values. */
-    private static long produce(String bootstrap, String topic, String codec) {
-        SplittableRandom random = new SplittableRandom(42);
-        byte[] corpus = corpus(random, 128 * 1024);
-        byte[][] headerValues = {"application/json".getBytes(StandardCharsets.UTF_8), "checkout-service".getBytes(StandardCharsets.UTF_8)};
-        long bytes = 0;
-        try (KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(Map.of("bootstrap.servers", bootstrap, "linger.ms", "10",
-                "batch.size", "131072", "compression.type", codec,
-                "key.serializer", ByteArraySerializer.class, "value.serializer", ByteArraySerializer.class))) {
-            for (int i = 0; i < RECORDS; i++) {
-                byte[] key = ("order-" + random.nextInt(100_000)).getBytes(StandardCharsets.UTF_8);
-                int size = valueSize(random);
-                int from = random.nextInt(corpus.length - size + 1);
-                byte[] value = Arrays.copyOfRange(corpus, from, from + size);
-                RecordHeaders headers = new RecordHeaders();
-                byte[] trace = new byte[8];
-                random.nextBytes(trace);
-                headers.add(new RecordHeader("trace-id", HexFormat.of().formatHex(trace).getBytes(StandardCharsets.UTF_8)));
-                int more = random.nextInt(3);
-                if (more >= 1) {
-                    headers.add(new RecordHeader("content-type", headerValues[0]));
-                }
-                if (more == 2) {
-                    headers.add(new RecordHeader("source", headerValues[1]));
-                }
-                p.send(new ProducerRecord<>(topic, null, key, value, headers));
-                bytes += key.length + value.length;
-            }
-            p.flush();
-        }
-        return bytes;
-    }
-
-    /** ~5 % empty, ~15 % uniform in 1 B–64 KiB, the rest around 1 KiB (512–1536 B). */
-    private static int valueSize(SplittableRandom random) {
-        double r = random.nextDouble();
-        if (r < 0.05) {
-            return 0;
-        }
-        if (r < 0.20) {
-            return 1 + random.nextInt(64 * 1024);
-        }
-        return (int) Math.clamp(1024 + random.nextGaussian() * 160, 512, 1536);
-    }
-
-    /** JSON-like text with random ids and amounts: compresses about as event payloads do, unlike random bytes. */
-    private static byte[] corpus(SplittableRandom random, int size) {
-        String[] events = {"view", "click", "add-to-cart", "checkout", "refund"};
-        StringBuilder sb = new StringBuilder(size + 256);
-        while (sb.length() < size) {
-            sb.append("{\"id\":").append(random.nextLong(1L << 40)).append(",\"user\":\"u").append(random.nextInt(1_000_000))
-                    .append("\",\"event\":\"").append(events[random.nextInt(events.length)]).append("\",\"amount\":")
-                    .append(random.nextInt(100_000) / 100.0).append(",\"ts\":").append(1_700_000_000_000L + random.nextInt(1 << 30))
-                    .append("}\n");
-        }
-        return sb.substring(0, size).getBytes(StandardCharsets.US_ASCII);
-    }
-
     private static Round read(BenchBroker broker, String topic, Variant variant) {
         try (Consumer<byte[], byte[]> c = broker.consumer(variant.rdma, variant.properties)) {
-            List<TopicPartition> partitions = IntStream.range(0, PARTITIONS).mapToObj(i -> new TopicPartition(topic, i)).toList();
-            c.assign(partitions);
-            c.seekToBeginning(partitions);
-            partitions.forEach(c::position);
             Map<Long, Long> threads0 = threadCpu();
-            long bytes = 0;
-            int n = 0;
             long cpu0 = THREADS.getCurrentThreadCpuTime();
             long proc0 = OS.getProcessCpuTime();
-            long t0 = System.nanoTime();
-            while (n < RECORDS) {
-                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(100))) {
-                    bytes += (r.key() == null ? 0 : r.key().length) + (r.value() == null ? 0 : r.value().length);
-                    n++;
-                }
-            }
-            double secs = (System.nanoTime() - t0) / 1e9;
+            MixedWorkload.Read read = MixedWorkload.readAll(c, topic, PARTITIONS, RECORDS, Duration.ofMinutes(5));
             double threadMs = (THREADS.getCurrentThreadCpuTime() - cpu0) / 1e6;
             double procMs = (OS.getProcessCpuTime() - proc0) / 1e6;
             Map<String, Long> byThread = cpuByThreadName(threads0, threadCpu());
-            double mb = bytes / 1e6;
+            double mb = read.bytes() / 1e6;
             if (c instanceof RdmaKafkaConsumer<byte[], byte[]> r) {
                 assertThat(r.rdmaRecords()).as("records read by RDMA").isPositive();
                 if (r.rdmaRecords() != RECORDS) {
                     System.out.printf("  note: %d of %d records of %s came by RDMA, the rest through Kafka%n", r.rdmaRecords(), RECORDS, topic);
                 }
             }
-            return new Round(mb / secs, threadMs / mb, procMs / mb, mb, byThread);
+            return new Round(read.mbPerSec(), threadMs / mb, procMs / mb, mb, byThread);
         }
     }
 

@@ -9,6 +9,7 @@ import io.rdma4j.core.RegisteredRegion;
 import io.rdma4j.core.RequestHandler;
 import io.rdma4j.core.RequestHandlers;
 import io.rdma4j.core.TransportConfig;
+import io.rdma4j.core.tcp.TlsStores;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
@@ -20,13 +21,9 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.List;
+
 import java.util.concurrent.CompletableFuture;
-import java.util.stream.Stream;
 
 /**
  * The rdma4j side: two tcp-provider transports on loopback, the server publishing a {@link Transfers#filledRegion}
@@ -34,8 +31,6 @@ import java.util.stream.Stream;
  */
 @State(Scope.Benchmark)
 public class TcpSide {
-
-    private static final String PASSWORD = "changeit";
 
     /** {@code plain}, or {@code tls}: mutual TLS 1.3 with certificates and a shared secret. */
     @Param({"plain"})
@@ -50,7 +45,6 @@ public class TcpSide {
     RdmaConnection connection;
     /** Room for 8 large reads at once. */
     RegisteredRegion sink;
-    private Path keyDirectory;
 
     @Setup(Level.Trial)
     public void open() throws Exception {
@@ -98,13 +92,6 @@ public class TcpSide {
         client.close();
         server.close();
         arena.close();
-        if (keyDirectory != null) {
-            try (Stream<Path> files = Files.walk(keyDirectory)) {
-                for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.delete(p);
-                }
-            }
-        }
     }
 
     private TransportConfig config() throws Exception {
@@ -112,36 +99,19 @@ public class TcpSide {
         return switch (security) {
             case "plain" -> plain;
             case "tls" -> {
-                keyDirectory = Files.createTempDirectory("rdma4j-bench-tls");
-                Path keys = keyDirectory.resolve("bench.p12");
-                Path trust = keyDirectory.resolve("trust.p12");
-                Path cer = keyDirectory.resolve("bench.cer");
-                keytool("-genkeypair", "-alias", "bench", "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=bench",
-                        "-validity", "2", "-storetype", "PKCS12", "-keystore", keys.toString(), "-storepass", PASSWORD);
-                keytool("-exportcert", "-alias", "bench", "-keystore", keys.toString(), "-storepass", PASSWORD,
-                        "-file", cer.toString());
-                keytool("-importcert", "-noprompt", "-alias", "bench", "-file", cer.toString(), "-storetype", "PKCS12",
-                        "-keystore", trust.toString(), "-storepass", PASSWORD);
+                TlsStores stores = TlsStores.get();
+                Path keys = stores.member;
+                Path trust = stores.trust;
                 yield plain.toBuilder().sharedSecret("bench secret of 16+ bytes")
                         .providerOption("tcp.tls", "true")
                         .providerOption("tcp.tls.key-store", keys.toString())
-                        .providerOption("tcp.tls.key-store-password", PASSWORD)
+                        .providerOption("tcp.tls.key-store-password", TlsStores.PASSWORD)
                         .providerOption("tcp.tls.trust-store", trust.toString())
-                        .providerOption("tcp.tls.trust-store-password", PASSWORD)
+                        .providerOption("tcp.tls.trust-store-password", TlsStores.PASSWORD)
                         .build();
             }
             default -> throw new IllegalArgumentException("security must be plain or tls, got " + security);
         };
     }
 
-    private static void keytool(String... args) throws Exception {
-        Path java = Path.of(ProcessHandle.current().info().command().orElseThrow());
-        List<String> command = new ArrayList<>(List.of(java.resolveSibling("keytool").toString()));
-        command.addAll(List.of(args));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes());
-        if (p.waitFor() != 0) {
-            throw new IllegalStateException("keytool " + args[0] + " failed: " + out);
-        }
-    }
 }

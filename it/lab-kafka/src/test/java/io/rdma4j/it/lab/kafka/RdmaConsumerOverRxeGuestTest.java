@@ -55,8 +55,8 @@ class RdmaConsumerOverRxeGuestTest {
     // Kafka 4's smallest segment.bytes; 1500 records of ~1 KiB per partition roll each log once.
     private static final String SEGMENT_BYTES = "1048576";
     // The emulated CPU is 10-30x slower than the host: waits are long, failures still surface.
-    private static final Duration WAIT = Duration.ofMinutes(5);
-    private static final String TIMEOUT_MS = Long.toString(Duration.ofMinutes(2).toMillis());
+    static final Duration WAIT = Duration.ofMinutes(5);
+    static final String TIMEOUT_MS = Long.toString(Duration.ofMinutes(2).toMillis());
 
     @Test
     void rdmaConsumerOnVerbsReturnsWhatPlainConsumerReturnsAcrossSegmentRolls() throws Exception {
@@ -136,7 +136,7 @@ class RdmaConsumerOverRxeGuestTest {
         }
     }
 
-    private static Map<String, Object> verbsTransport(LabDevice device) {
+    static Map<String, Object> verbsTransport(LabDevice device) {
         return Map.of("rdma.provider", "verbs", "rdma.device", device.name(), "rdma.address", device.address(),
                 "rdma.operation-timeout", "90s");
     }
@@ -175,7 +175,7 @@ class RdmaConsumerOverRxeGuestTest {
     }
 
     /** Consume only once the exporter serves everything produced, or the consumer could legitimately fall back. */
-    private static void awaitExported(LogExporter exporter, TopicPartition tp, long end) throws InterruptedException {
+    static void awaitExported(LogExporter exporter, TopicPartition tp, long end) throws InterruptedException {
         long deadline = System.nanoTime() + WAIT.toNanos();
         while (exporter.exportedHighWatermark(tp) < end) {
             if (System.nanoTime() > deadline) {
