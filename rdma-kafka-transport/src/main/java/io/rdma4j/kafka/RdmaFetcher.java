@@ -157,8 +157,13 @@ final class RdmaFetcher implements AutoCloseable {
                 ? Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("rdma4j-kafka-decoder").factory()) : null;
     }
 
-    void forget(TopicPartition tp) {
-        drop(tp);
+    /** Forgets the partitions not in {@code assigned} (revoked, unassigned), giving back what was read ahead for them. */
+    void retainPartitions(java.util.Set<TopicPartition> assigned) {
+        for (TopicPartition tp : List.copyOf(states.keySet())) {
+            if (!assigned.contains(tp)) {
+                drop(tp);
+            }
+        }
     }
 
     private void drop(TopicPartition tp) {

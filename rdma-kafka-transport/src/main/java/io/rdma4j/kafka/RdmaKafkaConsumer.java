@@ -29,6 +29,7 @@ import org.slf4j.LoggerFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -71,6 +72,8 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     private final RdmaConsumerConfig rdmaConfig;
     private final RdmaTransport transport;
     private final RdmaFetcher fetcher;
+    /** Which assigned partition the next poll serves first. */
+    private long pollRotation;
     private final int maxPollRecords;
     private final int maxPartitionFetchBytes;
     private final Set<TopicPartition> userPaused = new HashSet<>();
@@ -138,6 +141,11 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         return fetcher == null ? 0 : fetcher.crcFailures.sum();
     }
 
+    /** Registered buffers the RDMA fetcher holds now: at most one range read ahead or left over per partition. */
+    long fetchBuffersHeld() {
+        return fetcher == null ? 0 : fetcher.pool.outstandingBuffers();
+    }
+
     /** Whether this consumer fetches by RDMA at all (false when the transport failed to open). */
     public boolean rdmaActive() {
         return fetcher != null;
@@ -164,7 +172,13 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                 merged.put(tp, fromKafka.records(tp));
             }
             int budget = maxPollRecords - fromKafka.count();
-            for (TopicPartition tp : rdmaPartitions()) {
+            List<TopicPartition> order = rdmaPartitions();
+            if (!order.isEmpty()) {
+                // Each poll starts with the next partition, as KafkaConsumer's fetches take turns: a partition with
+                // a steady inflow cannot keep max.poll.records to itself.
+                Collections.rotate(order, -(int) (pollRotation++ % order.size()));
+            }
+            for (TopicPartition tp : order) {
                 if (budget <= 0) {
                     break;
                 }
@@ -241,6 +255,9 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         userPaused.retainAll(assigned); // KafkaConsumer forgets the pause of a revoked partition too.
         fallbackUntilNanos.keySet().retainAll(assigned);
         rdmaMetrics.retainPartitions(assigned);
+        if (fetcher != null) {
+            fetcher.retainPartitions(assigned);
+        }
         Set<TopicPartition> wanted = new HashSet<>(userPaused);
         List<TopicPartition> rdma = rdmaPartitions();
         rdmaMetrics.served(Set.copyOf(rdma));

@@ -115,6 +115,36 @@ public class RdmaKafkaConsumerTest {
     }
 
     @Test
+    void pollsTakeTurnsAndWhatWasReadAheadGoesBackWithItsPartition() throws Exception {
+        String topic = topic(2, Map.of());
+        produce(topic, 3000, 200, Map.of());
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        TopicPartition p1 = new TopicPartition(topic, 1);
+        try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "8192",
+                ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "15"))) {
+            RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
+            c.assign(List.of(p0, p1));
+            c.seekToBeginning(List.of(p0, p1));
+            java.util.Set<Integer> served = new java.util.TreeSet<>();
+            for (int poll = 0; poll < 4; poll++) {
+                c.poll(Duration.ofMillis(500)).forEach(rec -> served.add(rec.partition()));
+            }
+            // Both partitions hold 1500 records: without turns, every poll of 15 would go to the first one.
+            assertThat(served).as("partitions served by the first four polls of 15 records").containsExactly(0, 1);
+            assertThat(r.rdmaRecords()).as("records by RDMA").isPositive();
+            assertThat(r.fetchBuffersHeld()).as("one range read ahead or left over per partition").isEqualTo(2);
+
+            c.assign(List.of(p0));
+            c.poll(Duration.ofMillis(100));
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (r.fetchBuffersHeld() > 1 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertThat(r.fetchBuffersHeld()).as("the unassigned partition's range went back to the pool").isLessThanOrEqualTo(1);
+        }
+    }
+
+    @Test
     void retainedLogAfterRetentionDeletedSegmentsMatchesPlainConsumerInBothIsolationLevels() throws Exception {
         String topic = topic(1, Map.of("segment.bytes", "1048576"));
         produce(topic, 6000, 1024, Map.of());

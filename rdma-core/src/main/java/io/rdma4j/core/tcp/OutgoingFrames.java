@@ -79,6 +79,8 @@ final class OutgoingFrames {
             // the connection's finish() stops the writer
         } catch (IOException | RuntimeException e) {
             connection.fail(e);
+        } catch (InternalError e) {
+            connection.fail(TcpConnection.memoryFault(e));
         } finally {
             if (current != null) {
                 current.abort(connection.pendingFailure());

@@ -175,9 +175,21 @@ final class TcpConnection implements ProviderConnection {
             }
         } catch (IOException | RuntimeException e) {
             fail(e);
+        } catch (InternalError e) {
+            fail(memoryFault(e));
         } finally {
             finish();
         }
+    }
+
+    /**
+     * The JVM reports a fault in mapped memory (a file registered with {@code registerFile} and truncated under its
+     * mapping) as an {@link InternalError}: it ends this connection, as a NIC's access error ends a queue pair, and
+     * nothing else.
+     */
+    static IOException memoryFault(InternalError e) {
+        return new IOException("registered memory faulted while being read or written (a mapped file truncated"
+                + " under its registration?): " + e.getMessage(), e);
     }
 
     // ---- bounds ----

@@ -17,6 +17,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -26,6 +29,10 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -104,6 +111,48 @@ class TcpFaultTest {
     private static byte[] header(int type, int flags, int reserved, int length, long id) {
         return ByteBuffer.allocate(TcpFrameCodec.HEADER_SIZE).put((byte) type).put((byte) flags).putShort((short) reserved)
                 .putInt(length).putLong(id).array();
+    }
+
+    // ---- registered memory that goes away ----
+
+    /**
+     * A file registered with {@code registerFile} and then truncated in place (as a Kafka follower truncates its log):
+     * reading what is left still works; a READ past the new end faults in the responder, which ends that connection
+     * (plain tcp: the kernel's copy fails; TLS: the JVM's copy faults) and nothing else.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"plain", "tls"})
+    void aFileTruncatedUnderItsRegistrationEndsOnlyTheConnectionReadingPastItsEnd(String security, @TempDir Path dir) throws Exception {
+        Consumer<TransportConfig.Builder> secured = security.equals("tls")
+                ? b -> b.providerOption("tcp.tls", "true").providerOption("tcp.tls.authentication", "shared-secret")
+                        .sharedSecret("a truncation test secret of 16+ bytes")
+                : b -> { };
+        Path file = dir.resolve("00000000000000000000.log");
+        byte[] content = new byte[64 * 1024];
+        for (int i = 0; i < content.length; i++) {
+            content[i] = (byte) (i * 31);
+        }
+        Files.write(file, content);
+        try (RdmaTransport mapping = RdmaTransport.open(tcp(secured));
+             RdmaTransport client = RdmaTransport.open(tcp(secured))) {
+            RdmaListener at = mapping.listen(LOOPBACK);
+            RegisteredRegion region = mapping.registerFile(file, content.length, arena);
+            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+                ch.truncate(4096);
+            }
+            MemorySegment sink = client.register(arena.allocate(content.length), Access.readSink()).segment();
+            RdmaConnection c = client.connect(at.localAddress()).get(10, TimeUnit.SECONDS);
+            c.read(region.descriptor(), 0, sink.asSlice(0, 4096)).get(10, TimeUnit.SECONDS);
+            assertThat(sink.asSlice(0, 4096).toArray(ValueLayout.JAVA_BYTE)).isEqualTo(java.util.Arrays.copyOf(content, 4096));
+
+            assertThatThrownBy(() -> c.read(region.descriptor(), 16384, sink.asSlice(0, 8192)).get(10, TimeUnit.SECONDS))
+                    .as("a READ of pages past the truncated end").isInstanceOf(ExecutionException.class)
+                    .cause().isInstanceOf(ConnectionClosedException.class);
+            RdmaConnection again = client.connect(at.localAddress()).get(10, TimeUnit.SECONDS);
+            again.read(region.descriptor(), 0, sink.asSlice(0, 4096)).get(10, TimeUnit.SECONDS);
+            assertThat(sink.asSlice(0, 4096).toArray(ValueLayout.JAVA_BYTE)).as("the responder still serves what is left")
+                    .isEqualTo(java.util.Arrays.copyOf(content, 4096));
+        }
     }
 
     // ---- malformed input ----

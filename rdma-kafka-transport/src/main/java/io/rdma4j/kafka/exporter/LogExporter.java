@@ -186,20 +186,33 @@ public final class LogExporter implements AutoCloseable {
         Map<TopicPartition, Long> lso = offsets(admin.listOffsets(latest, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED)), asked);
         Map<TopicPartition, Long> start = offsets(admin.listOffsets(earliest), asked);
         adminRequests.addAndGet(3);
+        IOException failed = null;
         for (PartitionExport p : partitions.values()) {
-            p.syncSegments();
-            Long h = hw.get(p.partition());
-            if (h != null && start.containsKey(p.partition())) {
-                // Without the broker's last stable offset the previous one stands: the high watermark in its place
-                // would show read_committed consumers open transactions.
-                Long stable = lso.get(p.partition());
-                var before = p.published();
-                long lastStable = stable != null ? stable : before != null ? before.lastStableOffset() : start.get(p.partition());
-                p.publish(h, start.get(p.partition()), lastStable);
+            try {
+                p.syncSegments();
+                Long h = hw.get(p.partition());
+                if (h != null && start.containsKey(p.partition())) {
+                    // Without the broker's last stable offset the previous one stands: the high watermark in its
+                    // place would show read_committed consumers open transactions.
+                    Long stable = lso.get(p.partition());
+                    var before = p.published();
+                    long lastStable = stable != null ? stable : before != null ? before.lastStableOffset() : start.get(p.partition());
+                    p.publish(h, start.get(p.partition()), lastStable);
+                }
+            } catch (IOException e) {
+                // One partition's files (truncated, vanishing) must not hold back the others' watermarks.
+                if (failed == null) {
+                    failed = e;
+                } else {
+                    failed.addSuppressed(e);
+                }
             }
         }
         refreshes.incrementAndGet();
         closeDueRetired(false);
+        if (failed != null) {
+            throw failed;
+        }
     }
 
     // One partition failing (being deleted, say) must not stop the others from being refreshed.
@@ -271,7 +284,9 @@ public final class LogExporter implements AutoCloseable {
             refresh();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        } catch (Exception e) {
+        } catch (Exception | InternalError e) {
+            // Whatever one refresh meets (an InternalError is the JVM's report of a fault in mapped memory), the
+            // scheduled refreshes go on: a task that threw would never run again.
             LOG.warn("watermark refresh failed (retrying in {} ms): {}", config.watermarkInterval().toMillis(), e.toString());
         }
     }

@@ -8,6 +8,8 @@ import io.rdma4j.kafka.protocol.BatchHeaders;
 import io.rdma4j.kafka.protocol.SegmentDirectory;
 import io.rdma4j.kafka.protocol.Watermark;
 import org.apache.kafka.common.TopicPartition;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -30,6 +32,8 @@ import java.util.regex.Pattern;
  * watermark record. All state is guarded by {@code this}.
  */
 final class PartitionExport implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(PartitionExport.class);
 
     private static final Pattern SEGMENT_FILE = Pattern.compile("\\d{20}\\.log");
     /** Kafka's suffix for the files of a segment being swapped in (the log cleaner's, or recovery's). */
@@ -154,6 +158,14 @@ final class PartitionExport implements AutoCloseable {
                     segments.put(e.getKey(), s);
                     changed = true;
                 }
+            } else if (size(e.getValue()) >= 0 && size(e.getValue()) < s.exportedLength) {
+                changed = true;
+                ExportedSegment shorter = truncated(s);
+                if (shorter == null) {
+                    segments.remove(e.getKey());
+                } else {
+                    segments.put(e.getKey(), shorter);
+                }
             } else if (rolled && !s.complete) {
                 // Rolled since it was mapped: map it once more, in full; it never grows again.
                 segments.put(e.getKey(), remap(s, true));
@@ -181,12 +193,16 @@ final class PartitionExport implements AutoCloseable {
             ExportedSegment s = floor.getValue();
             BatchHeaders.Position from = scanSegment == s && scanPosition.nextOffset() <= highWatermark
                     ? scanPosition : new BatchHeaders.Position(0, s.baseOffset);
-            reached = BatchHeaders.walk(s.memory, from.bytePosition(), from.nextOffset(), s.exportedLength, highWatermark);
+            if (size(s.file) >= 0 && size(s.file) < s.exportedLength) {
+                throw new IOException("segment " + s.baseOffset + " of " + partition + " was truncated in place since the"
+                        + " segment list was synced; it is mapped again at the next refresh");
+            }
+            reached = walk(s, from, highWatermark);
             if (reached.nextOffset() < highWatermark && !s.complete && Files.size(s.file) > s.exportedLength) {
                 s = remap(s, false);
                 segments.put(s.baseOffset, s);
                 generation++;
-                reached = BatchHeaders.walk(s.memory, reached.bytePosition(), reached.nextOffset(), s.exportedLength, highWatermark);
+                reached = walk(s, reached, highWatermark);
             }
             scanSegment = s;
             scanPosition = reached;
@@ -204,6 +220,20 @@ final class PartitionExport implements AutoCloseable {
         w.writeTo(watermarkRegion.segment());
         published = w;
         return w;
+    }
+
+    /**
+     * Walks {@code s}'s batch headers. A file truncated under its mapping between the size check and the walk makes
+     * the pages past its new end fault; the JVM reports that as an {@link InternalError}, which fails this refresh
+     * only.
+     */
+    private static BatchHeaders.Position walk(ExportedSegment s, BatchHeaders.Position from, long stopOffset) throws IOException {
+        try {
+            return BatchHeaders.walk(s.memory, from.bytePosition(), from.nextOffset(), s.exportedLength, stopOffset);
+        } catch (InternalError e) {
+            throw new IOException("segment " + s.baseOffset + " faulted while its batch headers were read (truncated"
+                    + " in place?); it is mapped again at the next refresh", e);
+        }
     }
 
     /**
@@ -280,6 +310,20 @@ final class PartitionExport implements AutoCloseable {
         } catch (NoSuchFileException gone) {
             return null;
         }
+    }
+
+    /**
+     * A segment cut back in place (a follower truncating its log after a leader change): past the new end the old
+     * mapping would fault, or on a NIC that pinned its pages serve bytes the log no longer holds, so it is retired and
+     * the file mapped again at its new length; null when nothing is left of it.
+     */
+    private ExportedSegment truncated(ExportedSegment old) throws IOException {
+        LOG.warn("segment {} of {} was truncated in place below its {} exported bytes; exporting what is left",
+                old.baseOffset, partition, old.exportedLength);
+        ExportedSegment fresh = map(old.baseOffset, old.file, old.complete);
+        remaps++;
+        retire(old);
+        return fresh;
     }
 
     private ExportedSegment remap(ExportedSegment old, boolean complete) throws IOException {

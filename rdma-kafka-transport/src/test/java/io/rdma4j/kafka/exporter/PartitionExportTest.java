@@ -4,6 +4,7 @@ import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.TransportConfig;
 import io.rdma4j.kafka.protocol.SegmentDirectory;
 import io.rdma4j.kafka.protocol.TestBatches;
+import io.rdma4j.kafka.protocol.Watermark;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -11,12 +12,15 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The exported segment list while Kafka's log cleaner rewrites a partition directory, replayed file by file as the
@@ -128,6 +132,45 @@ class PartitionExportTest {
             assertThat(startOf(p, 150)).isEqualTo(200);
             assertThat(p.transactionIndexSegments(0)).extracting(TransactionIndexScanner.Segment::baseOffset)
                     .containsExactly(100L, 200L);
+        }
+    }
+
+    /**
+     * A follower truncating its log after a leader change cuts the active segment back in place (same file). The
+     * export maps what is left, publishes nothing past it even while the leader's high watermark is higher, and a
+     * publish that meets the truncation before the segment list is synced fails with an IOException, not an Error
+     * from the faulting mapping.
+     */
+    @Test
+    void aSegmentTruncatedInPlaceIsExportedOnlyUpToItsNewEnd() throws Exception {
+        ByteBuffer[] batches = new ByteBuffer[400];
+        for (int i = 0; i < batches.length; i++) {
+            batches[i] = TestBatches.data(i * 10L, 10, 1, false);
+        }
+        segment(0, "", batches);
+        long kept = 0;
+        for (int i = 0; i < 3; i++) {
+            kept += batches[i].remaining(); // well inside the first page of a file of many
+        }
+        assertThat(Files.size(log(0))).as("the segment spans many pages").isGreaterThan(8 * 4096);
+        try (PartitionExport p = export(Duration.ofSeconds(30))) {
+            p.syncSegments();
+            Watermark before = p.publish(4000, 0, 4000);
+            assertThat(before.highWatermark()).isEqualTo(4000);
+
+            try (FileChannel ch = FileChannel.open(log(0), StandardOpenOption.WRITE)) {
+                ch.truncate(kept);
+            }
+            assertThatThrownBy(() -> p.publish(4000, 0, 4000)).as("published before the segment list was synced")
+                    .isInstanceOf(java.io.IOException.class).hasMessageContaining("truncated");
+
+            p.syncSegments();
+            Watermark after = p.publish(4000, 0, 4000);
+            assertThat(after.highWatermark()).as("what is left on disk, though the leader's is higher").isEqualTo(30);
+            assertThat(after.hwPosition()).isEqualTo(kept);
+            assertThat(after.generation()).as("a change consumers see").isGreaterThan(before.generation());
+            assertThat(p.directory(0).segments().getFirst().exportedLength()).isEqualTo(kept);
+            assertThat(retired).as("the old mapping").hasValue(1);
         }
     }
 
