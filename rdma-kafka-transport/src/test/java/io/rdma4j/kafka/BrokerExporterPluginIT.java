@@ -89,6 +89,79 @@ class BrokerExporterPluginIT {
         }
     }
 
+    /**
+     * A rolling restart of the broker, with the exporter inside it, while an RDMA consumer reads: the consumer loses
+     * and duplicates nothing, and reads by RDMA again from the restarted broker's exporter.
+     */
+    @Test
+    void brokerRestartMidReadLosesNothingAndRdmaResumes(@TempDir Path dir) throws Exception {
+        int port = KafkaBrokerProcess.freePort();
+        String topic = "restart-topic";
+        try (KafkaBrokerProcess broker = KafkaBrokerProcess.start(dir, "broker-plugin-restart", Map.of(
+                "metric.reporters", BrokerExporterReporter.class.getName(),
+                "rdma.exporter.listen.address", "127.0.0.1:" + port,
+                "rdma.exporter.watermark.interval.ms", "20",
+                "rdma.provider", "tcp"), brokerClassPathWithPluginJar())) {
+            String bootstrap = broker.bootstrapServers();
+            try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+                admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get();
+                RdmaKafkaConsumerTest.awaitLeaders(admin, Map.of(new TopicPartition(topic, 0), OffsetSpec.latest(),
+                        new TopicPartition(topic, 1), OffsetSpec.latest()));
+            }
+            produce(bootstrap, topic, 0, 2000);
+            Map<String, Object> consumer = new HashMap<>(Map.of("bootstrap.servers", bootstrap,
+                    "key.deserializer", StringDeserializer.class, "value.deserializer", StringDeserializer.class,
+                    "enable.auto.commit", "false", "max.poll.records", "100"));
+            Map<String, Object> rdmaProps = new HashMap<>(consumer);
+            rdmaProps.put("rdma.fetch.enabled", "true");
+            rdmaProps.put("rdma.exporter.address", "127.0.0.1:" + port);
+            rdmaProps.put("rdma.provider", "tcp");
+            rdmaProps.put("rdma.fetch.fallback.backoff.ms", "200");
+            List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+            List<RdmaKafkaConsumerTest.Seen> got = new ArrayList<>();
+            try (Consumer<String, String> c = RdmaConsumerFactory.create(rdmaProps, null, null)) {
+                RdmaKafkaConsumer<String, String> rdma = (RdmaKafkaConsumer<String, String>) c;
+                c.assign(tps);
+                c.seekToBeginning(tps);
+                pollUntil(c, got, 1000);
+                long beforeRestart = rdma.rdmaRecords();
+                assertThat(beforeRestart).as("records by RDMA before the restart\n%s", broker.logTail()).isPositive();
+
+                broker.restart();
+                assertThat(accepts(port)).as("the restarted broker started its exporter again\n%s", broker.logTail()).isTrue();
+                produce(bootstrap, topic, 2000, 1000);
+                pollUntil(c, got, 3000);
+                c.poll(Duration.ofSeconds(1)).forEach(r -> got.add(RdmaKafkaConsumerTest.Seen.of(r)));
+                assertThat(rdma.rdmaRecords() - beforeRestart).as("records by RDMA after the restart\n%s", broker.logTail())
+                        .isPositive();
+            }
+            got.sort(java.util.Comparator.comparing(RdmaKafkaConsumerTest.Seen::partition)); // stable: keeps per-partition order
+            List<RdmaKafkaConsumerTest.Seen> plain = readAll(new KafkaConsumer<>(consumer), topic, 3000);
+            assertThat(got).as("what the RDMA consumer read across the restart").hasSize(3000).isEqualTo(plain);
+        }
+    }
+
+    private static void produce(String bootstrap, String topic, int from, int count) throws Exception {
+        Map<String, Object> producer = Map.of("bootstrap.servers", bootstrap,
+                "key.serializer", StringSerializer.class, "value.serializer", StringSerializer.class);
+        List<Future<RecordMetadata>> acks = new ArrayList<>();
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(producer)) {
+            for (int i = from; i < from + count; i++) {
+                acks.add(p.send(new ProducerRecord<>(topic, "k" + i, RdmaKafkaConsumerTest.value(i, 300))));
+            }
+        }
+        for (Future<RecordMetadata> ack : acks) {
+            ack.get();
+        }
+    }
+
+    private static void pollUntil(Consumer<String, String> c, List<RdmaKafkaConsumerTest.Seen> got, int count) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
+        while (got.size() < count && System.nanoTime() < deadline) {
+            c.poll(Duration.ofMillis(200)).forEach(r -> got.add(RdmaKafkaConsumerTest.Seen.of(r)));
+        }
+    }
+
     @Test
     void controllerOnlyNodeDoesNotExportAndUnknownAddressIsExplained() {
         BrokerExporterReporter controllerOnly = new BrokerExporterReporter();
@@ -141,13 +214,17 @@ class BrokerExporterPluginIT {
     }
 
     private static List<RdmaKafkaConsumerTest.Seen> readAll(Consumer<String, String> c, String topic) {
+        return readAll(c, topic, 2000);
+    }
+
+    private static List<RdmaKafkaConsumerTest.Seen> readAll(Consumer<String, String> c, String topic, int count) {
         try (c) {
             List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
             c.assign(tps);
             c.seekToBeginning(tps);
             List<RdmaKafkaConsumerTest.Seen> all = new ArrayList<>();
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-            while (all.size() < 2000 && System.nanoTime() < deadline) {
+            while (all.size() < count && System.nanoTime() < deadline) {
                 for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
                     all.add(RdmaKafkaConsumerTest.Seen.of(r));
                 }

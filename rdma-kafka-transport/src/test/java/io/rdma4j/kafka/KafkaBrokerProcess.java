@@ -33,12 +33,14 @@ public final class KafkaBrokerProcess implements AutoCloseable {
     private final Path log;
     private final int brokerPort;
     private final String classPath;
+    private final Path serverProperties;
     private Process process;
 
-    private KafkaBrokerProcess(Path log, int brokerPort, String classPath) {
+    private KafkaBrokerProcess(Path log, int brokerPort, String classPath, Path serverProperties) {
         this.log = log;
         this.brokerPort = brokerPort;
         this.classPath = classPath;
+        this.serverProperties = serverProperties;
     }
 
     /**
@@ -76,7 +78,8 @@ public final class KafkaBrokerProcess implements AutoCloseable {
 
         Path logDir = Path.of("target", "broker-process");
         Files.createDirectories(logDir);
-        KafkaBrokerProcess broker = new KafkaBrokerProcess(logDir.resolve(name + ".log").toAbsolutePath(), brokerPort, classPath);
+        KafkaBrokerProcess broker = new KafkaBrokerProcess(logDir.resolve(name + ".log").toAbsolutePath(), brokerPort, classPath,
+                serverProperties);
         Files.deleteIfExists(broker.log);
         try {
             Process format = broker.launch("kafka.tools.StorageTool", "format",
@@ -107,6 +110,16 @@ public final class KafkaBrokerProcess implements AutoCloseable {
         if (!process.waitFor(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
             throw new IllegalStateException("the broker did not stop within " + STOP_TIMEOUT + " of SIGTERM\n" + logTail());
         }
+    }
+
+    /**
+     * Stops the node gracefully and starts it again on the same storage, ports and properties (a rolling restart);
+     * returns once it answers again.
+     */
+    void restart() throws Exception {
+        stopGracefully();
+        process = launch("kafka.Kafka", serverProperties.toString());
+        awaitReady();
     }
 
     /** The last lines the child printed, for failure messages. */
