@@ -12,6 +12,7 @@ import io.rdma4j.core.pool.RegisteredBufferPool;
 import io.rdma4j.kafka.protocol.BatchHeaders;
 import io.rdma4j.kafka.protocol.SegmentDirectory;
 import io.rdma4j.kafka.protocol.Watermark;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.CorruptRecordException;
@@ -101,6 +102,8 @@ final class RdmaFetcher implements AutoCloseable {
      */
     private final ExecutorService decoder;
     private final BufferSupplier decoderBuffers = BufferSupplier.create();
+    /** {@code fetch.max.bytes}: what may be held read ahead or left over across all partitions. */
+    private final long maxBytesAhead;
     private final Map<TopicPartition, PartitionState> states = new HashMap<>();
     private RdmaConnection connection;
     private long nextConnectNanos;
@@ -142,11 +145,12 @@ final class RdmaFetcher implements AutoCloseable {
     private final boolean readCommitted;
 
     RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff) {
-        this(transport, exporter, reconnectBackoff, null, false, true);
+        this(transport, exporter, reconnectBackoff, null, false, true, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES);
     }
 
     RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff, RdmaFetchMetrics metrics,
-                boolean readCommitted, boolean decodeAhead) {
+                boolean readCommitted, boolean decodeAhead, long maxBytesAhead) {
+        this.maxBytesAhead = maxBytesAhead;
         this.metrics = metrics;
         this.readCommitted = readCommitted;
         this.transport = transport;
@@ -155,6 +159,17 @@ final class RdmaFetcher implements AutoCloseable {
         this.pool = transport.createBufferPool(PoolConfig.defaults());
         this.decoder = decodeAhead
                 ? Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("rdma4j-kafka-decoder").factory()) : null;
+    }
+
+    /** Bytes held read ahead or left over, across partitions. */
+    long bytesAhead() {
+        long held = 0;
+        for (PartitionState st : states.values()) {
+            if (st.ahead != null) {
+                held += st.ahead.bytes().byteSize();
+            }
+        }
+        return held;
     }
 
     /** Forgets the partitions not in {@code assigned} (revoked, unassigned), giving back what was read ahead for them. */
@@ -388,11 +403,13 @@ final class RdmaFetcher implements AutoCloseable {
             records.add(out.size());
             st.cursorOffset = next;
             st.cursorPosition = pos;
-            // Stopped at max.poll.records: the next poll starts from the bytes and records already here.
-            st.ahead = pos < range.end() ? range.rest(pos, decoded) : null;
-            if (st.ahead != null) {
+            // Stopped at max.poll.records: the next poll starts from the bytes and records already here. As
+            // fetch.max.bytes bounds a KafkaConsumer's fetch, it bounds what this consumer holds across partitions.
+            BatchRange rest = pos < range.end() ? range.rest(pos, decoded) : null;
+            if (rest != null && bytesAhead() + rest.bytes().byteSize() <= maxBytesAhead) {
+                st.ahead = rest;
                 range = null;
-            } else if (pos < validEnd) {
+            } else if (rest == null && pos < validEnd && bytesAhead() + Math.min(validEnd - pos, fetchBytes) <= maxBytesAhead) {
                 st.ahead = BatchRange.readAhead(c, seg, pos, Math.min(validEnd - pos, fetchBytes), pool, decoder,
                         decoder == null ? null : bytes -> DecodedBatches.decode(bytes, decoderBuffers));
             }
@@ -512,23 +529,14 @@ final class RdmaFetcher implements AutoCloseable {
         }
     }
 
-    private boolean shutDown(ExecutorService executor) throws InterruptedException {
-        executor.shutdown();
-        return executor.awaitTermination(transport.config().operationTimeout().toMillis(), TimeUnit.MILLISECONDS);
-    }
-
     @Override
     public void close() {
         List<BatchRange> inFlight = states.values().stream().map(st -> st.ahead).filter(java.util.Objects::nonNull).toList();
         dropConnection();
         // Nothing may still be written into the pool's memory when it is freed.
         inFlight.forEach(r -> r.awaitFinished(transport.config().operationTimeout()));
-        try {
-            if (decoder != null && !shutDown(decoder)) {
-                LOG.warn("the rdma4j Kafka decoder thread did not finish within the operation timeout");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        if (decoder != null) {
+            decoder.close(); // Waits for decoding under way (of ranges released earlier too): it reads pool memory.
         }
         pool.close();
         decoderBuffers.close();

@@ -103,7 +103,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
             try {
                 t = RdmaTransport.open(rdmaConfig.transport());
                 f = new RdmaFetcher(t, rdmaConfig.exporterAddress(), rdmaConfig.fallbackBackoff(), rdmaMetrics, readCommitted,
-                        rdmaConfig.decodeAhead());
+                        rdmaConfig.decodeAhead(), intValue(kafka, ConsumerConfig.FETCH_MAX_BYTES_CONFIG, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES));
             } catch (RuntimeException e) {
                 if (t != null) {
                     t.close();
@@ -139,6 +139,11 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     /** Batches read by RDMA that failed their CRC check (and were fetched through Kafka instead). */
     public long crcFailures() {
         return fetcher == null ? 0 : fetcher.crcFailures.sum();
+    }
+
+    /** Bytes the RDMA fetcher holds read ahead or left over now, across partitions: at most {@code fetch.max.bytes}. */
+    long fetchBytesAhead() {
+        return fetcher == null ? 0 : fetcher.bytesAhead();
     }
 
     /** Registered buffers the RDMA fetcher holds now: at most one range read ahead or left over per partition. */

@@ -136,7 +136,7 @@ class LyingExporterTest {
                     System.currentTimeMillis()).writeTo(watermark.segment());
             lastStable.accept(5);
             AbortedTransactions.Aborted aborted = new AbortedTransactions.Aborted(a, 0, 3);
-            try (RdmaFetcher committed = new RdmaFetcher(consumer, listener.localAddress(), Duration.ofSeconds(1), null, true, true);
+            try (RdmaFetcher committed = new RdmaFetcher(consumer, listener.localAddress(), Duration.ofSeconds(1), null, true, true, Long.MAX_VALUE);
                  RdmaFetcher uncommitted = new RdmaFetcher(consumer, listener.localAddress(), Duration.ofSeconds(1))) {
                 // read_uncommitted returns the aborted records and never asks
                 assertThat(offsets(uncommitted.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES))).containsExactly(0L, 1L, 2L, 4L);

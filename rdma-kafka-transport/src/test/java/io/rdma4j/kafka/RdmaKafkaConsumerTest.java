@@ -114,6 +114,34 @@ public class RdmaKafkaConsumerTest {
         }
     }
 
+    /** fetch.max.bytes bounds what is held read ahead or left over across partitions, as it bounds KafkaConsumer's fetch. */
+    @Test
+    void whatIsHeldAheadStaysWithinFetchMaxBytes() throws Exception {
+        String topic = topic(4, Map.of());
+        produce(topic, 4000, 200, Map.of());
+        Map<String, Object> bounded = Map.of(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "8192",
+                ConsumerConfig.FETCH_MAX_BYTES_CONFIG, "20000", ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "15");
+        List<Seen> plain = consume(plainConsumer(bounded), topic, 4, 4000);
+        try (Consumer<String, String> c = rdmaConsumer(bounded)) {
+            RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
+            List<TopicPartition> tps = java.util.stream.IntStream.range(0, 4).mapToObj(p -> new TopicPartition(topic, p)).toList();
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            List<Seen> got = new ArrayList<>();
+            long most = 0;
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (got.size() < 4000 && System.nanoTime() < deadline) {
+                c.poll(Duration.ofMillis(100)).forEach(rec -> got.add(Seen.of(rec)));
+                most = Math.max(most, r.fetchBytesAhead());
+                assertThat(r.fetchBytesAhead()).as("bytes held ahead after a poll").isLessThanOrEqualTo(20000);
+            }
+            assertThat(most).as("something was held ahead at all").isPositive();
+            got.sort(java.util.Comparator.comparingInt(Seen::partition)); // stable: keeps per-partition order
+            assertThat(got).isEqualTo(plain);
+            assertEveryRecordByRdma(c, got, "fetch.max.bytes 20000 over 4 partitions of 8 KiB fetches");
+        }
+    }
+
     @Test
     void pollsTakeTurnsAndWhatWasReadAheadGoesBackWithItsPartition() throws Exception {
         String topic = topic(2, Map.of());
