@@ -43,31 +43,11 @@ class BrokerExporterPluginIT {
     void brokerPluginExportsTheLogToRdmaConsumers(@TempDir Path dir) throws Exception {
         int port = KafkaBrokerProcess.freePort();
         String topic = "plugin-topic";
-        // A real broker process configured as a user would: the plugin learns log.dirs and its Admin bootstrap
-        // from the broker's own server.properties.
-        try (KafkaBrokerProcess broker = KafkaBrokerProcess.start(dir, "broker-plugin", Map.of(
-                "metric.reporters", BrokerExporterReporter.class.getName(),
-                "rdma.exporter.listen.address", "127.0.0.1:" + port,
-                "rdma.exporter.watermark.interval.ms", "20",
-                "rdma.provider", "tcp"), brokerClassPathWithPluginJar())) {
+        try (KafkaBrokerProcess broker = startWithPlugin(dir, "broker-plugin", port)) {
             assertThat(accepts(port)).as("the broker started the exporter on its port\n%s", broker.logTail()).isTrue();
             String bootstrap = broker.bootstrapServers();
-            try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-                admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get();
-                RdmaKafkaConsumerTest.awaitLeaders(admin, Map.of(new TopicPartition(topic, 0), OffsetSpec.latest(),
-                        new TopicPartition(topic, 1), OffsetSpec.latest()));
-            }
-            Map<String, Object> producer = Map.of("bootstrap.servers", bootstrap,
-                    "key.serializer", StringSerializer.class, "value.serializer", StringSerializer.class);
-            List<Future<RecordMetadata>> acks = new ArrayList<>();
-            try (KafkaProducer<String, String> p = new KafkaProducer<>(producer)) {
-                for (int i = 0; i < 2000; i++) {
-                    acks.add(p.send(new ProducerRecord<>(topic, "k" + i, RdmaKafkaConsumerTest.value(i, 300))));
-                }
-            }
-            for (Future<RecordMetadata> ack : acks) {
-                ack.get();
-            }
+            createTopic(bootstrap, topic);
+            produce(bootstrap, topic, 0, 2000);
             Map<String, Object> consumer = new HashMap<>(Map.of("bootstrap.servers", bootstrap,
                     "key.deserializer", StringDeserializer.class, "value.deserializer", StringDeserializer.class,
                     "enable.auto.commit", "false"));
@@ -97,17 +77,9 @@ class BrokerExporterPluginIT {
     void brokerRestartMidReadLosesNothingAndRdmaResumes(@TempDir Path dir) throws Exception {
         int port = KafkaBrokerProcess.freePort();
         String topic = "restart-topic";
-        try (KafkaBrokerProcess broker = KafkaBrokerProcess.start(dir, "broker-plugin-restart", Map.of(
-                "metric.reporters", BrokerExporterReporter.class.getName(),
-                "rdma.exporter.listen.address", "127.0.0.1:" + port,
-                "rdma.exporter.watermark.interval.ms", "20",
-                "rdma.provider", "tcp"), brokerClassPathWithPluginJar())) {
+        try (KafkaBrokerProcess broker = startWithPlugin(dir, "broker-plugin-restart", port)) {
             String bootstrap = broker.bootstrapServers();
-            try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-                admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get();
-                RdmaKafkaConsumerTest.awaitLeaders(admin, Map.of(new TopicPartition(topic, 0), OffsetSpec.latest(),
-                        new TopicPartition(topic, 1), OffsetSpec.latest()));
-            }
+            createTopic(bootstrap, topic);
             produce(bootstrap, topic, 0, 2000);
             Map<String, Object> consumer = new HashMap<>(Map.of("bootstrap.servers", bootstrap,
                     "key.deserializer", StringDeserializer.class, "value.deserializer", StringDeserializer.class,
@@ -138,6 +110,27 @@ class BrokerExporterPluginIT {
             got.sort(java.util.Comparator.comparing(RdmaKafkaConsumerTest.Seen::partition)); // stable: keeps per-partition order
             List<RdmaKafkaConsumerTest.Seen> plain = readAll(new KafkaConsumer<>(consumer), topic, 3000);
             assertThat(got).as("what the RDMA consumer read across the restart").hasSize(3000).isEqualTo(plain);
+        }
+    }
+
+    /**
+     * A real broker process configured as a user would, with the exporter as its metrics reporter on {@code port}: the
+     * plugin learns log.dirs and its Admin bootstrap from the broker's own server.properties.
+     */
+    private static KafkaBrokerProcess startWithPlugin(Path dir, String name, int port) throws Exception {
+        return KafkaBrokerProcess.start(dir, name, Map.of(
+                "metric.reporters", BrokerExporterReporter.class.getName(),
+                "rdma.exporter.listen.address", "127.0.0.1:" + port,
+                "rdma.exporter.watermark.interval.ms", "20",
+                "rdma.provider", "tcp"), brokerClassPathWithPluginJar());
+    }
+
+    /** Two partitions, with leaders. */
+    private static void createTopic(String bootstrap, String topic) throws Exception {
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get();
+            RdmaKafkaConsumerTest.awaitLeaders(admin, Map.of(new TopicPartition(topic, 0), OffsetSpec.latest(),
+                    new TopicPartition(topic, 1), OffsetSpec.latest()));
         }
     }
 

@@ -158,7 +158,9 @@ final class PartitionExport implements AutoCloseable {
                     segments.put(e.getKey(), s);
                     changed = true;
                 }
-            } else if (size(e.getValue()) >= 0 && size(e.getValue()) < s.exportedLength) {
+            } else if (!rolled && isTruncated(s, size(e.getValue()))) {
+                // Kafka truncates a log by deleting whole segments past the point and cutting back the one holding
+                // it, which is then the last: only the last segment's size needs checking.
                 changed = true;
                 ExportedSegment shorter = truncated(s);
                 if (shorter == null) {
@@ -193,12 +195,13 @@ final class PartitionExport implements AutoCloseable {
             ExportedSegment s = floor.getValue();
             BatchHeaders.Position from = scanSegment == s && scanPosition.nextOffset() <= highWatermark
                     ? scanPosition : new BatchHeaders.Position(0, s.baseOffset);
-            if (size(s.file) >= 0 && size(s.file) < s.exportedLength) {
+            long onDisk = size(s.file);
+            if (isTruncated(s, onDisk)) {
                 throw new IOException("segment " + s.baseOffset + " of " + partition + " was truncated in place since the"
                         + " segment list was synced; it is mapped again at the next refresh");
             }
             reached = walk(s, from, highWatermark);
-            if (reached.nextOffset() < highWatermark && !s.complete && Files.size(s.file) > s.exportedLength) {
+            if (reached.nextOffset() < highWatermark && !s.complete && onDisk > s.exportedLength) {
                 s = remap(s, false);
                 segments.put(s.baseOffset, s);
                 generation++;
@@ -312,15 +315,20 @@ final class PartitionExport implements AutoCloseable {
         }
     }
 
+    private static boolean isTruncated(ExportedSegment s, long sizeOnDisk) {
+        return sizeOnDisk >= 0 && sizeOnDisk < s.exportedLength;
+    }
+
     /**
-     * A segment cut back in place (a follower truncating its log after a leader change): past the new end the old
-     * mapping would fault, or on a NIC that pinned its pages serve bytes the log no longer holds, so it is retired and
-     * the file mapped again at its new length; null when nothing is left of it.
+     * The last segment cut back in place (a follower truncating its log after a leader change): past the new end
+     * the old mapping would fault, or on a NIC that pinned its pages serve bytes the log no longer holds, so it is
+     * retired and the file mapped again at its new length, as the active segment it now is (it grows again);
+     * null when nothing is left of it.
      */
     private ExportedSegment truncated(ExportedSegment old) throws IOException {
         LOG.warn("segment {} of {} was truncated in place below its {} exported bytes; exporting what is left",
                 old.baseOffset, partition, old.exportedLength);
-        ExportedSegment fresh = map(old.baseOffset, old.file, old.complete);
+        ExportedSegment fresh = map(old.baseOffset, old.file, false);
         remaps++;
         retire(old);
         return fresh;
