@@ -14,7 +14,11 @@ import java.util.Map;
  * <table>
  * <caption>Keys</caption>
  * <tr><td>rdma.fetch.enabled</td><td>{@code true} to fetch by RDMA READ (default false: a plain KafkaConsumer)</td></tr>
- * <tr><td>rdma.exporter.address</td><td>host:port of the broker's log exporter</td></tr>
+ * <tr><td>rdma.exporter.port</td><td>the port every broker's log exporter listens on, at the host the broker
+ *   advertises (default 9299): each partition is read from its leader's exporter, or with {@code client.rack} from an
+ *   in-sync replica's in that rack</td></tr>
+ * <tr><td>rdma.exporter.address</td><td>host:port of one log exporter that serves every partition (a single-broker
+ *   set-up); overrides {@code rdma.exporter.port}</td></tr>
  * <tr><td>rdma.fetch.fallback.backoff.ms</td><td>how long a partition stays on the normal fetch path after
  *   RDMA could not serve it (default 1000)</td></tr>
  * <tr><td>rdma.fetch.poll.interval.ms</td><td>how often poll() rechecks watermarks while waiting (default 5)</td></tr>
@@ -24,12 +28,15 @@ import java.util.Map;
  * </table>
  * Every {@code rdma.*} key is removed before the rest configures the internal KafkaConsumer.
  */
-public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddress, Duration fallbackBackoff,
+public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddress, int exporterPort, Duration fallbackBackoff,
                                  Duration pollInterval, boolean decodeAhead, TransportConfig transport) {
 
     public static final String PREFIX = "rdma.";
     public static final String ENABLED = "rdma.fetch.enabled";
     public static final String EXPORTER_ADDRESS = "rdma.exporter.address";
+    public static final String EXPORTER_PORT = "rdma.exporter.port";
+    /** The exporter's default listen port. */
+    public static final int DEFAULT_EXPORTER_PORT = 9299;
     public static final String FALLBACK_BACKOFF = "rdma.fetch.fallback.backoff.ms";
     public static final String POLL_INTERVAL = "rdma.fetch.poll.interval.ms";
     public static final String DECODE_AHEAD = "rdma.fetch.decode.ahead";
@@ -41,9 +48,9 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
 
     public static RdmaConsumerConfig from(Map<String, ?> configs) {
         Object address = configs.get(EXPORTER_ADDRESS);
-        if (enabled(configs) && address == null) {
-            throw new IllegalArgumentException(ENABLED + "=true needs " + EXPORTER_ADDRESS
-                    + "=host:port of the broker's rdma4j log exporter");
+        long port = longValue(configs, EXPORTER_PORT, DEFAULT_EXPORTER_PORT, "a port number");
+        if (port < 1 || port > 65535) {
+            throw new IllegalArgumentException(EXPORTER_PORT + " needs a port number between 1 and 65535, got " + port);
         }
         Map<String, Object> transportKeys = new HashMap<>();
         configs.forEach((k, v) -> {
@@ -52,7 +59,8 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
             }
         });
         return new RdmaConsumerConfig(enabled(configs), address == null ? null : ExporterConfig.parseAddress(address.toString().trim()),
-                Duration.ofMillis(longValue(configs, FALLBACK_BACKOFF, 1000)), Duration.ofMillis(longValue(configs, POLL_INTERVAL, 5)),
+                (int) port, Duration.ofMillis(longValue(configs, FALLBACK_BACKOFF, 1000, MILLIS)),
+                Duration.ofMillis(longValue(configs, POLL_INTERVAL, 5, MILLIS)),
                 booleanValue(configs, DECODE_AHEAD, true), TransportConfig.fromProperties(transportKeys, PREFIX));
     }
 
@@ -79,12 +87,14 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
         return Boolean.parseBoolean(text);
     }
 
-    private static long longValue(Map<String, ?> configs, String key, long fallback) {
+    private static final String MILLIS = "a number of milliseconds";
+
+    private static long longValue(Map<String, ?> configs, String key, long fallback, String expected) {
         Object v = configs.get(key);
         try {
             return v == null ? fallback : Long.parseLong(v.toString().trim());
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(key + " needs a number of milliseconds, got '" + v + "'");
+            throw new IllegalArgumentException(key + " needs " + expected + ", got '" + v + "'");
         }
     }
 }

@@ -51,7 +51,7 @@ final class RdmaFetchMetrics implements AutoCloseable {
     private final Set<TopicPartition> counted = ConcurrentHashMap.newKeySet();
     /** The partitions RDMA serves now (not in a fallback period); read by other threads through metrics(). */
     private volatile Set<TopicPartition> served = Set.of();
-    private final Map<RdmaFetcher.Reason, Sensor> fallbacks = new EnumMap<>(RdmaFetcher.Reason.class);
+    private final Map<FallbackReason, Sensor> fallbacks = new EnumMap<>(FallbackReason.class);
     /** Standard name -> the RDMA metric added to it. Only the client-level metrics: see the README. */
     private final Map<MetricName, MetricName> adjusted = new LinkedHashMap<>();
     /** One adjusted instance per standard metric, so that registries holding it (Micrometer) see it stay live. */
@@ -83,7 +83,7 @@ final class RdmaFetchMetrics implements AutoCloseable {
         readLatency.add(name("read-latency-max", "The max time taken for an RDMA READ in ms"), new Max());
         lagMax = metrics.sensor("rdma-records-lag");
         lagMax.add(name("records-lag-max", "The maximum lag in records of any partition served by RDMA, at its last RDMA fetch"), new Max());
-        for (RdmaFetcher.Reason r : RdmaFetcher.Reason.values()) {
+        for (FallbackReason r : FallbackReason.values()) {
             Sensor s = metrics.sensor("rdma-fallbacks." + r.tag());
             Map<String, String> t = new LinkedHashMap<>(tags);
             t.put("reason", r.tag());
@@ -131,7 +131,7 @@ final class RdmaFetchMetrics implements AutoCloseable {
         retries.record();
     }
 
-    void fallback(RdmaFetcher.Reason reason) {
+    void fallback(FallbackReason reason) {
         fallbacks.get(reason).record();
     }
 

@@ -34,7 +34,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -58,39 +57,12 @@ final class RdmaFetcher implements AutoCloseable {
     }
 
     /** RDMA cannot serve this partition now: why, as a metric tag and in words, and the details for logs. */
-    record Fallback(Reason kind, String reason) implements Result {
-    }
-
-    /** Why a partition falls back to the normal fetch path; {@link #tag()} is the {@code reason} tag of {@code fallbacks-total}. */
-    enum Reason {
-        EXPORTER_UNREACHABLE("exporter-unreachable", "the log exporter cannot be reached"),
-        NOT_EXPORTED("not-exported", "the offset is not in an exported segment"),
-        BELOW_LOG_START("below-log-start", "the offset is below the exported log start"),
-        CORRUPT_BATCH("corrupt-batch", "a batch read by RDMA failed its CRC check"),
-        READ_FAILED("read-failed", "the RDMA READ or segment lookup failed"),
-        DIRECTORY_CHANGING("directory-changing", "the segment directory kept changing"),
-        ABORTED_TRANSACTIONS("aborted-transactions", "the exporter could not tell the aborted transactions of the range");
-
-        private final String tag;
-        private final String words;
-
-        Reason(String tag, String words) {
-            this.tag = tag;
-            this.words = words;
-        }
-
-        String tag() {
-            return tag;
-        }
-
-        String words() {
-            return words;
-        }
+    record Fallback(FallbackReason kind, String reason) implements Result {
     }
 
     private final RdmaTransport transport;
-    private final InetSocketAddress exporter;
-    private final Duration reconnectBackoff;
+    private final ExporterLocator locator;
+    private final ExporterConnections connections;
     /** A v2 batch's length field is a signed 32-bit count after the 12-byte log overhead. */
     static final long MAX_BATCH_BYTES = BatchHeaders.LOG_OVERHEAD + (long) Integer.MAX_VALUE;
     final RegisteredBufferPool pool;
@@ -105,8 +77,6 @@ final class RdmaFetcher implements AutoCloseable {
     /** {@code fetch.max.bytes}: what may be held read ahead or left over across all partitions. */
     private final long maxBytesAhead;
     private final Map<TopicPartition, PartitionState> states = new HashMap<>();
-    private RdmaConnection connection;
-    private long nextConnectNanos;
     final LongAdder batches = new LongAdder();
     final LongAdder records = new LongAdder();
     final LongAdder bytes = new LongAdder();
@@ -117,6 +87,8 @@ final class RdmaFetcher implements AutoCloseable {
     final LongAdder reconnects = new LongAdder();
 
     private static final class PartitionState {
+        /** The exporter whose regions the descriptors below name. */
+        InetSocketAddress exporter;
         io.rdma4j.core.RegionDescriptor watermark;
         List<SegmentDirectory.Segment> segments = List.of();
         long cursorOffset = -1;
@@ -145,17 +117,17 @@ final class RdmaFetcher implements AutoCloseable {
     private final boolean readCommitted;
 
     RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff) {
-        this(transport, exporter, reconnectBackoff, null, false, true, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES);
+        this(transport, ExporterLocator.fixed(exporter), reconnectBackoff, null, false, true, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES);
     }
 
-    RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff, RdmaFetchMetrics metrics,
+    RdmaFetcher(RdmaTransport transport, ExporterLocator locator, Duration reconnectBackoff, RdmaFetchMetrics metrics,
                 boolean readCommitted, boolean decodeAhead, long maxBytesAhead) {
         this.maxBytesAhead = maxBytesAhead;
         this.metrics = metrics;
         this.readCommitted = readCommitted;
         this.transport = transport;
-        this.exporter = exporter;
-        this.reconnectBackoff = reconnectBackoff;
+        this.locator = locator;
+        this.connections = new ExporterConnections(transport, reconnectBackoff);
         this.pool = transport.createBufferPool(PoolConfig.defaults());
         this.decoder = decodeAhead
                 ? Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("rdma4j-kafka-decoder").factory()) : null;
@@ -179,6 +151,13 @@ final class RdmaFetcher implements AutoCloseable {
                 drop(tp);
             }
         }
+        locator.retain(assigned);
+    }
+
+    /** The exporter {@code tp} was last read from, or null. */
+    InetSocketAddress exporterOf(TopicPartition tp) {
+        PartitionState st = states.get(tp);
+        return st == null ? null : st.exporter;
     }
 
     private void drop(TopicPartition tp) {
@@ -206,16 +185,33 @@ final class RdmaFetcher implements AutoCloseable {
 
     private <K, V> Result fetchWithRetry(TopicPartition tp, long position, int maxRecords, int maxBytes,
                                          Deserializer<K> keys, Deserializer<V> values) {
-        // Two attempts: a replaced region (segment remapped, deleted, exporter restarted) or a connection the
-        // peer closed (a rejected READ closes it on every provider, as a queue pair enters the error state)
-        // is looked up again on a fresh connection at once, rather than after a fallback period.
+        // Two attempts: a replaced region (segment remapped, deleted, exporter restarted), a connection the
+        // peer closed (a rejected READ closes it on every provider, as a queue pair enters the error state) or a
+        // leader that moved is looked up again (on a fresh connection, at the new leader's exporter) at once,
+        // rather than after a fallback period.
         for (int attempt = 0; ; attempt++) {
-            RdmaConnection c = connection();
+            ExporterLocator.Target target = locator.locate(tp);
+            PartitionState held = states.get(tp);
+            if (held != null && (target == null || !held.exporter.equals(target.address()))) {
+                drop(tp); // Its descriptors name another exporter's regions.
+            }
+            RdmaConnection c = target == null ? null : connections.get(target.address());
             if (c == null) {
-                return new Fallback(Reason.EXPORTER_UNREACHABLE, "exporter " + exporter + " unreachable");
+                drop(tp);
+                locator.forget(tp);
+                return new Fallback(FallbackReason.EXPORTER_UNREACHABLE, target == null ? "no replica of " + tp + " is known"
+                        : "exporter " + target.address() + " unreachable");
             }
             try {
-                return fetchOnce(c, tp, position, maxRecords, maxBytes, keys, values);
+                return fetchOnce(c, target, tp, position, maxRecords, maxBytes, keys, values);
+            } catch (LeaderMoved e) {
+                drop(tp);
+                locator.leaderMoved(tp, e.leaderId);
+                if (attempt > 0) {
+                    locator.forget(tp);
+                    return new Fallback(FallbackReason.LEADER_MOVING, target.address() + " names node " + e.leaderId + " the leader of " + tp);
+                }
+                LOG.debug("leader of {} moved to node {}; reading from its exporter", tp, e.leaderId);
             } catch (CorruptRecordException e) {
                 crcFailures.increment();
                 if (metrics != null) {
@@ -223,16 +219,17 @@ final class RdmaFetcher implements AutoCloseable {
                 }
                 drop(tp);
                 LOG.warn("RDMA-read batch of {} failed its CRC check, fetching it through Kafka instead: {}", tp, e.getMessage());
-                return new Fallback(Reason.CORRUPT_BATCH, "corrupt batch: " + e.getMessage());
+                return new Fallback(FallbackReason.CORRUPT_BATCH, "corrupt batch: " + e.getMessage());
             } catch (RdmaException e) {
                 drop(tp);
                 if (!c.isOpen()) {
-                    dropConnection();
+                    dropConnection(target.address());
                 }
                 boolean retriable = e instanceof ConnectionClosedException || (e instanceof RemoteAccessException rae
                         && rae.reason() != RemoteAccessException.Reason.ACCESS_DENIED);
                 if (!retriable || attempt > 0) {
-                    return new Fallback(Reason.READ_FAILED, e.toString());
+                    locator.forget(tp);
+                    return new Fallback(FallbackReason.READ_FAILED, e.toString());
                 }
                 reconnects.increment();
                 if (metrics != null) {
@@ -243,26 +240,44 @@ final class RdmaFetcher implements AutoCloseable {
         }
     }
 
-    private <K, V> Result fetchOnce(RdmaConnection c, TopicPartition tp, long position, int maxRecords, int maxBytes,
-                                    Deserializer<K> keys, Deserializer<V> values) {
+    /** The exporter read publishes another leader than the one it was chosen for. */
+    private static final class LeaderMoved extends RuntimeException {
+        final int leaderId;
+
+        LeaderMoved(int leaderId) {
+            super(null, null, false, false);
+            this.leaderId = leaderId;
+        }
+    }
+
+    private <K, V> Result fetchOnce(RdmaConnection c, ExporterLocator.Target target, TopicPartition tp, long position,
+                                    int maxRecords, int maxBytes, Deserializer<K> keys, Deserializer<V> values) {
         PartitionState st = states.get(tp);
         if (st == null || st.cursorOffset != position) {
-            st = directory(c, tp, position);
+            st = directory(c, target, tp, position);
             if (st == null) {
-                return new Fallback(Reason.NOT_EXPORTED, "offset " + position + " of " + tp + " is not exported");
+                return notExported(tp, position);
             }
         }
         Watermark w = readWatermark(c, st);
         if (st.generation >= 0 && st.generation != w.generation()) {
-            st = directory(c, tp, position);
+            st = directory(c, target, tp, position);
             if (st == null) {
-                return new Fallback(Reason.NOT_EXPORTED, "offset " + position + " of " + tp + " is not exported");
+                return notExported(tp, position);
             }
             w = readWatermark(c, st);
         }
+        if (target.outdatedBy(w.leaderId())) {
+            if (locator.addressable(tp, w.leaderId())) {
+                throw new LeaderMoved(w.leaderId());
+            }
+            drop(tp);
+            locator.forget(tp); // Whichever is behind, exporter or metadata: Kafka's fetch refreshes the metadata meanwhile.
+            return new Fallback(FallbackReason.LEADER_MOVING, target.address() + " names node " + w.leaderId() + " the leader of " + tp);
+        }
         st.generation = w.generation();
         if (position < w.logStartOffset()) {
-            return new Fallback(Reason.BELOW_LOG_START, "offset " + position + " is below the log start " + w.logStartOffset());
+            return new Fallback(FallbackReason.BELOW_LOG_START, "offset " + position + " is below the log start " + w.logStartOffset());
         }
         // What may be returned ends at the high watermark, or for read_committed at the last stable offset (which
         // is also what Kafka measures that consumer's lag against).
@@ -276,13 +291,13 @@ final class RdmaFetcher implements AutoCloseable {
                     || (seg.baseOffset() < w.hwSegmentBase() && !seg.complete())
                     || (seg.baseOffset() == w.hwSegmentBase() && w.hwPosition() > seg.exportedLength())) {
                 // Our directory is older than the watermark: the segment rolled, grew or was replaced.
-                st = directory(c, tp, position);
+                st = directory(c, target, tp, position);
                 if (st == null) {
-                    return new Fallback(Reason.NOT_EXPORTED, "offset " + position + " of " + tp + " is not exported");
+                    return notExported(tp, position);
                 }
                 seg = segment(st, st.cursorSegmentBase);
                 if (seg == null || seg.baseOffset() > w.hwSegmentBase()) {
-                    return new Fallback(Reason.NOT_EXPORTED, "no exported segment holds offset " + position + " of " + tp);
+                    return new Fallback(FallbackReason.NOT_EXPORTED, "no exported segment holds offset " + position + " of " + tp);
                 }
             }
             long validEnd = seg.baseOffset() == w.hwSegmentBase() ? Math.min(w.hwPosition(), seg.exportedLength()) : seg.exportedLength();
@@ -302,7 +317,7 @@ final class RdmaFetcher implements AutoCloseable {
             }
             return readBatches(c, tp, st, seg, validEnd, end, position, maxRecords, maxBytes, keys, values);
         }
-        return new Fallback(Reason.DIRECTORY_CHANGING, "segment directory of " + tp + " keeps changing");
+        return new Fallback(FallbackReason.DIRECTORY_CHANGING, "segment directory of " + tp + " keeps changing");
     }
 
     /** @param end the offset nothing at or above is returned: the high watermark, or the last stable offset */
@@ -460,7 +475,13 @@ final class RdmaFetcher implements AutoCloseable {
         throw new RdmaException("the watermark record never read consistently (100 attempts)");
     }
 
-    private PartitionState directory(RdmaConnection c, TopicPartition tp, long fromOffset) {
+    /** The exporter chosen does not hold {@code position}: choose again once the fallback period is over. */
+    private Fallback notExported(TopicPartition tp, long position) {
+        locator.forget(tp);
+        return new Fallback(FallbackReason.NOT_EXPORTED, "offset " + position + " of " + tp + " is not exported");
+    }
+
+    private PartitionState directory(RdmaConnection c, ExporterLocator.Target target, TopicPartition tp, long fromOffset) {
         directoryRequests.increment();
         SegmentDirectory.Response r = SegmentDirectory.Response.fromBytes(c.requestAndWait(RequestTypes.KAFKA_DIRECTORY,
                 ByteBuffer.wrap(new SegmentDirectory.Request(tp.topic(), tp.partition(), fromOffset).toBytes())));
@@ -469,6 +490,7 @@ final class RdmaFetcher implements AutoCloseable {
             return null;
         }
         PartitionState st = new PartitionState();
+        st.exporter = target.address();
         st.watermark = r.watermarkRegion();
         st.segments = r.segments();
         st.cursorOffset = fromOffset;
@@ -499,40 +521,22 @@ final class RdmaFetcher implements AutoCloseable {
         return null;
     }
 
-    private RdmaConnection connection() {
-        if (connection != null && connection.isOpen()) {
-            return connection;
-        }
-        dropConnection();
-        if (System.nanoTime() - nextConnectNanos < 0) {
-            return null;
-        }
-        try {
-            connection = transport.connect(exporter).get(transport.config().connectTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
-            return connection;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return null;
-        } catch (Exception e) {
-            nextConnectNanos = System.nanoTime() + reconnectBackoff.toNanos();
-            LOG.debug("cannot reach the rdma4j log exporter at {}: {}", exporter, e.toString());
-            return null;
-        }
-    }
-
-    private void dropConnection() {
-        if (connection != null) {
-            connection.close(); // Fails what is still in flight, so read-ahead buffers go back.
-            connection = null;
-            states.values().forEach(PartitionState::releaseAhead);
-            states.clear(); // Descriptors may belong to an exporter that is gone.
+    /** Closes the connection to {@code exporter} and forgets what was looked up through it. */
+    private void dropConnection(InetSocketAddress exporter) {
+        connections.drop(exporter); // Fails what is still in flight, so read-ahead buffers go back.
+        for (TopicPartition tp : List.copyOf(states.keySet())) {
+            if (states.get(tp).exporter.equals(exporter)) {
+                drop(tp); // Descriptors may belong to an exporter that is gone.
+            }
         }
     }
 
     @Override
     public void close() {
         List<BatchRange> inFlight = states.values().stream().map(st -> st.ahead).filter(java.util.Objects::nonNull).toList();
-        dropConnection();
+        connections.close(); // Fails what is still in flight, so read-ahead buffers go back.
+        states.values().forEach(PartitionState::releaseAhead);
+        states.clear();
         // Nothing may still be written into the pool's memory when it is freed.
         inFlight.forEach(r -> r.awaitFinished(transport.config().operationTimeout()));
         if (decoder != null) {

@@ -26,6 +26,7 @@ import org.apache.kafka.common.serialization.Deserializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -63,6 +64,8 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
      * clients of Spring Boot 3.5 have not: there poll() returns records without next offsets, as their own
      * KafkaConsumer does. Asked once of Kafka's public API, since the two lines cannot be told apart otherwise.
      */
+    /** The longest poll() waits for a topic's metadata to choose its exporter; normally it is known already. */
+    private static final Duration METADATA_WAIT = Duration.ofMillis(500);
     private static final boolean CLIENTS_HAVE_NEXT_OFFSETS = hasMethod(ConsumerRecords.class, "nextOffsets");
 
     private final KafkaConsumer<K, V> delegate;
@@ -79,7 +82,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     private final Set<TopicPartition> userPaused = new HashSet<>();
     private final Map<TopicPartition, Long> fallbackUntilNanos = new HashMap<>();
     /** Partition and reason pairs already logged at INFO: a flapping exporter must not flood the log. */
-    private final Set<Map.Entry<TopicPartition, RdmaFetcher.Reason>> loggedFallbacks = new HashSet<>();
+    private final Set<Map.Entry<TopicPartition, FallbackReason>> loggedFallbacks = new HashSet<>();
     private final RdmaFetchMetrics rdmaMetrics;
 
     public RdmaKafkaConsumer(Map<String, Object> configs, Deserializer<K> keyDeserializer, Deserializer<V> valueDeserializer) {
@@ -102,7 +105,11 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         if (rdmaConfig.enabled()) {
             try {
                 t = RdmaTransport.open(rdmaConfig.transport());
-                f = new RdmaFetcher(t, rdmaConfig.exporterAddress(), rdmaConfig.fallbackBackoff(), rdmaMetrics, readCommitted,
+                KafkaConsumer<K, V> metadata = delegate;
+                ExporterLocator locator = rdmaConfig.exporterAddress() != null ? ExporterLocator.fixed(rdmaConfig.exporterAddress())
+                        : ExporterLocator.perBroker(rdmaConfig.exporterPort(), java.util.Objects.toString(kafka.get(ConsumerConfig.CLIENT_RACK_CONFIG), null),
+                        topic -> metadata.partitionsFor(topic, METADATA_WAIT));
+                f = new RdmaFetcher(t, locator, rdmaConfig.fallbackBackoff(), rdmaMetrics, readCommitted,
                         rdmaConfig.decodeAhead(), intValue(kafka, ConsumerConfig.FETCH_MAX_BYTES_CONFIG, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES));
             } catch (RuntimeException e) {
                 if (t != null) {
@@ -124,6 +131,11 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     /** The provider the RDMA transport runs on and why it was chosen; null when RDMA is off. */
     public io.rdma4j.core.ProviderSelection providerSelection() {
         return transport == null ? null : transport.selection();
+    }
+
+    /** The log exporter {@code tp} was last read from by RDMA, or null (not read by RDMA, or RDMA is off). */
+    public InetSocketAddress rdmaExporterOf(TopicPartition tp) {
+        return fetcher == null ? null : fetcher.exporterOf(tp);
     }
 
     /** Records returned from RDMA reads so far. */

@@ -70,50 +70,6 @@ class BrokerExporterPluginIT {
     }
 
     /**
-     * A rolling restart of the broker, with the exporter inside it, while an RDMA consumer reads: the consumer loses
-     * and duplicates nothing, and reads by RDMA again from the restarted broker's exporter.
-     */
-    @Test
-    void brokerRestartMidReadLosesNothingAndRdmaResumes(@TempDir Path dir) throws Exception {
-        int port = KafkaBrokerProcess.freePort();
-        String topic = "restart-topic";
-        try (KafkaBrokerProcess broker = startWithPlugin(dir, "broker-plugin-restart", port)) {
-            String bootstrap = broker.bootstrapServers();
-            createTopic(bootstrap, topic);
-            produce(bootstrap, topic, 0, 2000);
-            Map<String, Object> consumer = new HashMap<>(Map.of("bootstrap.servers", bootstrap,
-                    "key.deserializer", StringDeserializer.class, "value.deserializer", StringDeserializer.class,
-                    "enable.auto.commit", "false", "max.poll.records", "100"));
-            Map<String, Object> rdmaProps = new HashMap<>(consumer);
-            rdmaProps.put("rdma.fetch.enabled", "true");
-            rdmaProps.put("rdma.exporter.address", "127.0.0.1:" + port);
-            rdmaProps.put("rdma.provider", "tcp");
-            rdmaProps.put("rdma.fetch.fallback.backoff.ms", "200");
-            List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
-            List<RdmaKafkaConsumerTest.Seen> got = new ArrayList<>();
-            try (Consumer<String, String> c = RdmaConsumerFactory.create(rdmaProps, null, null)) {
-                RdmaKafkaConsumer<String, String> rdma = (RdmaKafkaConsumer<String, String>) c;
-                c.assign(tps);
-                c.seekToBeginning(tps);
-                pollUntil(c, got, 1000);
-                long beforeRestart = rdma.rdmaRecords();
-                assertThat(beforeRestart).as("records by RDMA before the restart\n%s", broker.logTail()).isPositive();
-
-                broker.restart();
-                assertThat(accepts(port)).as("the restarted broker started its exporter again\n%s", broker.logTail()).isTrue();
-                produce(bootstrap, topic, 2000, 1000);
-                pollUntil(c, got, 3000);
-                c.poll(Duration.ofSeconds(1)).forEach(r -> got.add(RdmaKafkaConsumerTest.Seen.of(r)));
-                assertThat(rdma.rdmaRecords() - beforeRestart).as("records by RDMA after the restart\n%s", broker.logTail())
-                        .isPositive();
-            }
-            got.sort(java.util.Comparator.comparing(RdmaKafkaConsumerTest.Seen::partition)); // stable: keeps per-partition order
-            List<RdmaKafkaConsumerTest.Seen> plain = readAll(new KafkaConsumer<>(consumer), topic, 3000);
-            assertThat(got).as("what the RDMA consumer read across the restart").hasSize(3000).isEqualTo(plain);
-        }
-    }
-
-    /**
      * A real broker process configured as a user would, with the exporter as its metrics reporter on {@code port}: the
      * plugin learns log.dirs and its Admin bootstrap from the broker's own server.properties.
      */
@@ -145,13 +101,6 @@ class BrokerExporterPluginIT {
         }
         for (Future<RecordMetadata> ack : acks) {
             ack.get();
-        }
-    }
-
-    private static void pollUntil(Consumer<String, String> c, List<RdmaKafkaConsumerTest.Seen> got, int count) {
-        long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
-        while (got.size() < count && System.nanoTime() < deadline) {
-            c.poll(Duration.ofMillis(200)).forEach(r -> got.add(RdmaKafkaConsumerTest.Seen.of(r)));
         }
     }
 

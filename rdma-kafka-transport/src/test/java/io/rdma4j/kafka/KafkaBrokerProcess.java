@@ -31,13 +31,15 @@ public final class KafkaBrokerProcess implements AutoCloseable {
     private static final Duration STOP_TIMEOUT = Duration.ofSeconds(30);
 
     private final Path log;
+    private final String host;
     private final int brokerPort;
     private final String classPath;
     private final Path serverProperties;
     private Process process;
 
-    private KafkaBrokerProcess(Path log, int brokerPort, String classPath, Path serverProperties) {
+    private KafkaBrokerProcess(Path log, String host, int brokerPort, String classPath, Path serverProperties) {
         this.log = log;
+        this.host = host;
         this.brokerPort = brokerPort;
         this.classPath = classPath;
         this.serverProperties = serverProperties;
@@ -54,54 +56,77 @@ public final class KafkaBrokerProcess implements AutoCloseable {
 
     /** As {@link #start(Path, String, Map)}, with the node's class path given. */
     public static KafkaBrokerProcess start(Path dir, String name, Map<String, String> extra, String classPath) throws Exception {
-        int brokerPort = freePort();
-        int controllerPort = freePort();
-        Map<String, String> props = new LinkedHashMap<>();
-        props.put("process.roles", "broker,controller");
-        props.put("node.id", "1");
-        props.put("controller.quorum.voters", "1@127.0.0.1:" + controllerPort);
-        props.put("listeners", "PLAINTEXT://127.0.0.1:" + brokerPort + ",CONTROLLER://127.0.0.1:" + controllerPort);
-        props.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + brokerPort);
-        props.put("controller.listener.names", "CONTROLLER");
-        props.put("inter.broker.listener.name", "PLAINTEXT");
-        props.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
-        props.put("log.dirs", dir.resolve("logs").toString());
-        props.put("offsets.topic.replication.factor", "1");
-        props.put("transaction.state.log.replication.factor", "1");
-        props.put("transaction.state.log.min.isr", "1");
-        props.put("group.initial.rebalance.delay.ms", "0");
-        props.putAll(extra);
-        Path serverProperties = dir.resolve("server.properties");
-        StringBuilder text = new StringBuilder();
-        props.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
-        Files.writeString(serverProperties, text);
+        return startCluster(dir, name, 1, node -> extra, classPath).getFirst();
+    }
 
-        Path logDir = Path.of("target", "broker-process");
-        Files.createDirectories(logDir);
-        KafkaBrokerProcess broker = new KafkaBrokerProcess(logDir.resolve(name + ".log").toAbsolutePath(), brokerPort, classPath,
-                serverProperties);
-        Files.deleteIfExists(broker.log);
+    /**
+     * A cluster of {@code nodes} processes: node 1 is broker and controller (the one controller), nodes 2 to n are
+     * brokers only. Node N listens and advertises on {@code 127.0.0.N} (its own loopback address, as a broker has its
+     * own host), so per-broker services on one port convention can run side by side. Returns once every node answers;
+     * the caller closes them all.
+     */
+    public static List<KafkaBrokerProcess> startCluster(Path dir, String name, int nodes,
+                                                        java.util.function.IntFunction<Map<String, String>> extra,
+                                                        String classPath) throws Exception {
+        int controllerPort = freePort();
+        String clusterId = Uuid.randomUuid().toString();
+        List<KafkaBrokerProcess> started = new ArrayList<>();
         try {
-            Process format = broker.launch("kafka.tools.StorageTool", "format",
-                    "-t", Uuid.randomUuid().toString(), "-c", serverProperties.toString());
-            try {
-                if (!format.waitFor(START_TIMEOUT.toSeconds(), TimeUnit.SECONDS) || format.exitValue() != 0) {
-                    throw new IllegalStateException("formatting the storage failed\n" + broker.logTail());
+            for (int node = 1; node <= nodes; node++) {
+                String host = host(node);
+                int brokerPort = freePort();
+                Map<String, String> props = new LinkedHashMap<>();
+                props.put("process.roles", node == 1 ? "broker,controller" : "broker");
+                props.put("node.id", Integer.toString(node));
+                props.put("controller.quorum.voters", "1@127.0.0.1:" + controllerPort);
+                props.put("listeners", "PLAINTEXT://" + host + ":" + brokerPort + (node == 1 ? ",CONTROLLER://127.0.0.1:" + controllerPort : ""));
+                props.put("advertised.listeners", "PLAINTEXT://" + host + ":" + brokerPort);
+                props.put("controller.listener.names", "CONTROLLER");
+                props.put("inter.broker.listener.name", "PLAINTEXT");
+                props.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+                props.put("log.dirs", dir.resolve("logs-" + node).toString());
+                props.put("offsets.topic.replication.factor", "1");
+                props.put("transaction.state.log.replication.factor", "1");
+                props.put("transaction.state.log.min.isr", "1");
+                props.put("group.initial.rebalance.delay.ms", "0");
+                props.putAll(extra.apply(node));
+                Path serverProperties = dir.resolve("server-" + node + ".properties");
+                StringBuilder text = new StringBuilder();
+                props.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
+                Files.writeString(serverProperties, text);
+                Path logDir = Path.of("target", "broker-process");
+                Files.createDirectories(logDir);
+                KafkaBrokerProcess broker = new KafkaBrokerProcess(logDir.resolve(nodes == 1 ? name + ".log" : name + "-" + node + ".log")
+                        .toAbsolutePath(), host, brokerPort, classPath, serverProperties);
+                Files.deleteIfExists(broker.log);
+                started.add(broker);
+                Process format = broker.launch("kafka.tools.StorageTool", "format", "-t", clusterId, "-c", serverProperties.toString());
+                try {
+                    if (!format.waitFor(START_TIMEOUT.toSeconds(), TimeUnit.SECONDS) || format.exitValue() != 0) {
+                        throw new IllegalStateException("formatting the storage of node " + node + " failed\n" + broker.logTail());
+                    }
+                } finally {
+                    stop(format);
                 }
-            } finally {
-                stop(format);
+                broker.process = broker.launch("kafka.Kafka", serverProperties.toString());
             }
-            broker.process = broker.launch("kafka.Kafka", serverProperties.toString());
-            broker.awaitReady();
-            return broker;
+            for (KafkaBrokerProcess broker : started) {
+                broker.awaitReady();
+            }
+            return started;
         } catch (Exception | Error e) {
-            broker.close();
+            started.forEach(KafkaBrokerProcess::close);
             throw e;
         }
     }
 
+    /** The loopback address node {@code node} of {@link #startCluster} listens on. */
+    public static String host(int node) {
+        return "127.0.0." + node;
+    }
+
     public String bootstrapServers() {
-        return "127.0.0.1:" + brokerPort;
+        return host + ":" + brokerPort;
     }
 
     /** Stops the node as {@code kafka-server-stop} does (SIGTERM, so shutdown hooks close the plugins) and waits. */
@@ -118,6 +143,19 @@ public final class KafkaBrokerProcess implements AutoCloseable {
      */
     void restart() throws Exception {
         stopGracefully();
+        startAgain();
+    }
+
+    /** Kills the node at once (SIGKILL: no controlled shutdown, no shutdown hooks), as a crash would. */
+    void kill() throws InterruptedException {
+        process.destroyForcibly();
+        if (!process.waitFor(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
+            throw new IllegalStateException("the broker did not die within " + STOP_TIMEOUT + " of SIGKILL");
+        }
+    }
+
+    /** Starts the stopped or killed node again on the same storage, ports and properties; returns once it answers. */
+    void startAgain() throws Exception {
         process = launch("kafka.Kafka", serverProperties.toString());
         awaitReady();
     }

@@ -133,10 +133,11 @@ class LyingExporterTest {
                         return ByteBuffer.wrap(r.toBytes());
                     })));
             java.util.function.LongConsumer lastStable = lso -> new Watermark(5, 0, log.remaining(), 0, lso, 0, 1,
-                    System.currentTimeMillis()).writeTo(watermark.segment());
+                    System.currentTimeMillis(), Watermark.UNKNOWN_LEADER).writeTo(watermark.segment());
             lastStable.accept(5);
             AbortedTransactions.Aborted aborted = new AbortedTransactions.Aborted(a, 0, 3);
-            try (RdmaFetcher committed = new RdmaFetcher(consumer, listener.localAddress(), Duration.ofSeconds(1), null, true, true, Long.MAX_VALUE);
+            try (RdmaFetcher committed = new RdmaFetcher(consumer, ExporterLocator.fixed(listener.localAddress()), Duration.ofSeconds(1), null, true, true,
+                    Long.MAX_VALUE);
                  RdmaFetcher uncommitted = new RdmaFetcher(consumer, listener.localAddress(), Duration.ofSeconds(1))) {
                 // read_uncommitted returns the aborted records and never asks
                 assertThat(offsets(uncommitted.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES))).containsExactly(0L, 1L, 2L, 4L);
@@ -176,12 +177,12 @@ class LyingExporterTest {
                     forged.set(request -> lie);
                     RdmaFetcher.Result r = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
                     assertThat(r).as("%s", lie).isInstanceOf(RdmaFetcher.Fallback.class);
-                    assertThat(((RdmaFetcher.Fallback) r).kind()).as("%s", lie).isEqualTo(RdmaFetcher.Reason.ABORTED_TRANSACTIONS);
+                    assertThat(((RdmaFetcher.Fallback) r).kind()).as("%s", lie).isEqualTo(FallbackReason.ABORTED_TRANSACTIONS);
                     assertThat(committed.pool.outstandingBuffers()).isZero();
                 }
                 forged.set(request -> AbortedTransactions.Response.of(AbortedTransactions.Status.SEGMENTS_CHANGING));
                 RdmaFetcher.Result changing = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
-                assertThat(((RdmaFetcher.Fallback) changing).kind()).isEqualTo(RdmaFetcher.Reason.DIRECTORY_CHANGING);
+                assertThat(((RdmaFetcher.Fallback) changing).kind()).isEqualTo(FallbackReason.DIRECTORY_CHANGING);
                 assertThat(committed.abortedTransactionRequests.sum()).isEqualTo(4 + unusable.size());
             }
         }

@@ -83,7 +83,7 @@ class RdmaFetchMetricsTest {
                 double avg = rdma(c, id, "read-latency-avg");
                 assertThat(avg).isPositive();
                 assertThat(rdma(c, id, "read-latency-max")).isGreaterThanOrEqualTo(avg);
-                for (RdmaFetcher.Reason r : RdmaFetcher.Reason.values()) {
+                for (FallbackReason r : FallbackReason.values()) {
                     assertThat(fallbacks(c, id, r)).as("fallbacks-total{reason=%s}", r.tag()).isZero();
                 }
                 // The internal consumer fetched nothing; the standard metrics count what RDMA returned.
@@ -125,9 +125,9 @@ class RdmaFetchMetricsTest {
             });
             assertThat(rdma(c, id, "records-rdma-total")).isEqualTo(500.0);
             assertThat(standard(c, id, "records-consumed-total")).as("RDMA and normal fetch together").isEqualTo(1000.0);
-            assertThat(fallbacks(c, id, RdmaFetcher.Reason.EXPORTER_UNREACHABLE)).as("one per partition").isEqualTo(2.0);
-            for (RdmaFetcher.Reason r : RdmaFetcher.Reason.values()) {
-                if (r != RdmaFetcher.Reason.EXPORTER_UNREACHABLE) {
+            assertThat(fallbacks(c, id, FallbackReason.EXPORTER_UNREACHABLE)).as("one per partition").isEqualTo(2.0);
+            for (FallbackReason r : FallbackReason.values()) {
+                if (r != FallbackReason.EXPORTER_UNREACHABLE) {
                     assertThat(fallbacks(c, id, r)).as("fallbacks-total{reason=%s}", r.tag()).isZero();
                 }
             }
@@ -204,7 +204,7 @@ class RdmaFetchMetricsTest {
         return value(c, new MetricName(name, RdmaFetchMetrics.GROUP, "", Map.of("client-id", clientId)));
     }
 
-    private static double fallbacks(Consumer<?, ?> c, String clientId, RdmaFetcher.Reason reason) {
+    private static double fallbacks(Consumer<?, ?> c, String clientId, FallbackReason reason) {
         return value(c, new MetricName("fallbacks-total", RdmaFetchMetrics.GROUP, "",
                 Map.of("client-id", clientId, "reason", reason.tag())));
     }

@@ -11,6 +11,7 @@ import io.rdma4j.core.RequestTypes;
 import io.rdma4j.kafka.protocol.AbortedTransactions;
 import io.rdma4j.kafka.protocol.SegmentDirectory;
 import io.rdma4j.kafka.protocol.TransactionIndexEntry;
+import io.rdma4j.kafka.protocol.Watermark;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
@@ -18,6 +19,7 @@ import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -53,6 +55,17 @@ public final class LogExporter implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(LogExporter.class);
     // <topic>-<partition>; deleted (…-delete), future (…-future) and stray directories carry a suffix and do not match.
     private static final Pattern PARTITION_DIR = Pattern.compile("(.+)-(\\d+)");
+    /**
+     * How often the partitions' leaders are learnt (one metadata request): consumers that read from a leader's exporter
+     * move to the new leader's within about this much after an election.
+     */
+    private static final long LEADERS_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /**
+     * The longest a refresh waits for the broker's answers. A partition whose leader just died is not answered until
+     * the cluster elects another (seconds); meanwhile it keeps its last watermark, and the other partitions' watermarks
+     * move on.
+     */
+    private static final long ANSWER_WAIT_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     private final ExporterConfig config;
     private final RdmaTransport transport;
@@ -68,6 +81,10 @@ public final class LogExporter implements AutoCloseable {
     private final AtomicLong abortedTransactionRequests = new AtomicLong();
     private final TransactionIndexScanner transactionIndexes = new TransactionIndexScanner(PartitionExport::fileKey);
     private final long startedNanos = System.nanoTime();
+    /** Each exported partition's leader (node id), as last learnt; a partition whose leader is unknown is absent. */
+    private volatile Map<TopicPartition, Integer> leaders = Map.of();
+    private long leadersLearntNanos;
+    private boolean leadersLearnt;
     private volatile boolean closed;
 
     private record Retired(RegisteredRegion region, Arena arena, long closeAtNanos) {
@@ -96,6 +113,9 @@ public final class LogExporter implements AutoCloseable {
         Map<String, Object> adminProps = new HashMap<>(config.adminProperties());
         adminProps.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, config.bootstrapServers());
         adminProps.putIfAbsent(AdminClientConfig.CLIENT_ID_CONFIG, "rdma4j-log-exporter");
+        // A refresh stops waiting after ANSWER_WAIT_NANOS; the requests it left behind must not linger for a minute.
+        adminProps.putIfAbsent(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "10000");
+        adminProps.putIfAbsent(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
         this.admin = Admin.create(adminProps);
         this.listener = transport.listen(config.listenAddress(),
                 RequestHandlers.of(RequestTypes.KAFKA_DIRECTORY, RequestHandler.answering(this::answer))
@@ -118,7 +138,10 @@ public final class LogExporter implements AutoCloseable {
         return transport;
     }
 
-    /** Admin requests sent so far (three per refresh: latest, latest read_committed, earliest). */
+    /**
+     * Admin requests sent so far: three per refresh (latest, latest read_committed, earliest), and one a second for the
+     * partitions' leaders.
+     */
     public long adminRequests() {
         return adminRequests.get();
     }
@@ -167,6 +190,11 @@ public final class LogExporter implements AutoCloseable {
         return published == null ? -1 : published.logStartOffset();
     }
 
+    /** The leader this exporter publishes for {@code tp}, or {@link Watermark#UNKNOWN_LEADER}. */
+    public int exportedLeader(TopicPartition tp) {
+        return leaders.getOrDefault(tp, Watermark.UNKNOWN_LEADER);
+    }
+
     /** Runs one refresh now (tests use it to avoid waiting). */
     public void refresh() throws IOException, InterruptedException {
         discoverPartitions();
@@ -181,11 +209,25 @@ public final class LogExporter implements AutoCloseable {
             latest.put(tp, OffsetSpec.latest());
             earliest.put(tp, OffsetSpec.earliest());
         }
-        // Learnt before the files are looked at, so the segment list is at least as new as the high watermark.
-        Map<TopicPartition, Long> hw = offsets(admin.listOffsets(latest, new ListOffsetsOptions(IsolationLevel.READ_UNCOMMITTED)), asked);
-        Map<TopicPartition, Long> lso = offsets(admin.listOffsets(latest, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED)), asked);
-        Map<TopicPartition, Long> start = offsets(admin.listOffsets(earliest), asked);
+        // Learnt before the files are looked at, so the segment list is at least as new as the high watermark. Asked
+        // at once and awaited together, each partition on its own: one without an answer must not hold back the others.
+        long deadline = System.nanoTime() + ANSWER_WAIT_NANOS;
+        ListOffsetsResult hwAnswer = admin.listOffsets(latest, new ListOffsetsOptions(IsolationLevel.READ_UNCOMMITTED));
+        ListOffsetsResult lsoAnswer = admin.listOffsets(latest, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED));
+        ListOffsetsResult startAnswer = admin.listOffsets(earliest);
         adminRequests.addAndGet(3);
+        boolean learnLeaders = !leadersLearnt || System.nanoTime() - leadersLearntNanos >= LEADERS_INTERVAL_NANOS;
+        var leadersAnswer = learnLeaders ? describe(asked) : null;
+        Map<TopicPartition, Long> hw = offsets(hwAnswer, asked, deadline);
+        Map<TopicPartition, Long> lso = offsets(lsoAnswer, asked, deadline);
+        Map<TopicPartition, Long> start = offsets(startAnswer, asked, deadline);
+        if (learnLeaders) {
+            leaders = leaders(leadersAnswer, deadline);
+            leadersLearnt = true;
+            leadersLearntNanos = System.nanoTime();
+            adminRequests.incrementAndGet();
+        }
+        Map<TopicPartition, Integer> leader = leaders;
         IOException failed = null;
         for (PartitionExport p : partitions.values()) {
             try {
@@ -197,7 +239,8 @@ public final class LogExporter implements AutoCloseable {
                     Long stable = lso.get(p.partition());
                     var before = p.published();
                     long lastStable = stable != null ? stable : before != null ? before.lastStableOffset() : start.get(p.partition());
-                    p.publish(h, start.get(p.partition()), lastStable);
+                    p.publish(h, start.get(p.partition()), lastStable,
+                            leader.getOrDefault(p.partition(), Watermark.UNKNOWN_LEADER));
                 }
             } catch (IOException e) {
                 // One partition's files (truncated, vanishing) must not hold back the others' watermarks.
@@ -215,16 +258,46 @@ public final class LogExporter implements AutoCloseable {
         }
     }
 
-    // One partition failing (being deleted, say) must not stop the others from being refreshed.
-    private static Map<TopicPartition, Long> offsets(ListOffsetsResult result, Iterable<TopicPartition> asked) throws InterruptedException {
+    // One partition failing (being deleted, its leader gone) must not stop the others from being refreshed.
+    private static Map<TopicPartition, Long> offsets(ListOffsetsResult result, Iterable<TopicPartition> asked, long deadline)
+            throws InterruptedException {
         Map<TopicPartition, Long> out = new HashMap<>();
         for (TopicPartition tp : asked) {
             try {
-                out.put(tp, result.partitionResult(tp).get().offset());
+                out.put(tp, result.partitionResult(tp).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS).offset());
             } catch (ExecutionException e) {
                 if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
                     LOG.debug("no offsets for {}: {}", tp, e.getCause().toString());
                 }
+            } catch (java.util.concurrent.TimeoutException e) {
+                LOG.debug("no offsets for {} within {} ms; it keeps its last watermark", tp, TimeUnit.NANOSECONDS.toMillis(ANSWER_WAIT_NANOS));
+            }
+        }
+        return out;
+    }
+
+    private Map<String, org.apache.kafka.common.KafkaFuture<org.apache.kafka.clients.admin.TopicDescription>> describe(
+            java.util.List<TopicPartition> asked) {
+        java.util.Set<String> topics = new java.util.HashSet<>();
+        asked.forEach(tp -> topics.add(tp.topic()));
+        return admin.describeTopics(topics).topicNameValues();
+    }
+
+    /** The partitions' leaders from the cluster's metadata; a topic not described in time is left out (leader unknown). */
+    private static Map<TopicPartition, Integer> leaders(
+            Map<String, org.apache.kafka.common.KafkaFuture<org.apache.kafka.clients.admin.TopicDescription>> described,
+            long deadline) throws InterruptedException {
+        Map<TopicPartition, Integer> out = new HashMap<>();
+        for (var e : described.entrySet()) {
+            try {
+                var description = e.getValue().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                for (TopicPartitionInfo info : description.partitions()) {
+                    if (info.leader() != null && !info.leader().isEmpty()) {
+                        out.put(new TopicPartition(e.getKey(), info.partition()), info.leader().id());
+                    }
+                }
+            } catch (ExecutionException | java.util.concurrent.TimeoutException ex) {
+                LOG.debug("no leaders for topic {}: {}", e.getKey(), ex.toString());
             }
         }
         return out;

@@ -182,8 +182,10 @@ final class PartitionExport implements AutoCloseable {
     /**
      * Publishes a new watermark: the byte position of the high watermark is found by walking batch
      * headers, remapping the segment when the high watermark has moved past the mapped bytes.
+     *
+     * @param leaderId the partition's leader as last learnt from the cluster, or {@link Watermark#UNKNOWN_LEADER}
      */
-    synchronized Watermark publish(long highWatermark, long logStartOffset, long lastStableOffset) throws IOException {
+    synchronized Watermark publish(long highWatermark, long logStartOffset, long lastStableOffset, int leaderId) throws IOException {
         var floor = segments.floorEntry(highWatermark);
         long hwSegmentBase;
         BatchHeaders.Position reached;
@@ -219,7 +221,7 @@ final class PartitionExport implements AutoCloseable {
         }
         long active = segments.isEmpty() ? hwSegmentBase : segments.lastKey();
         Watermark w = new Watermark(servedHighWatermark, hwSegmentBase, reached.bytePosition(), logStartOffset,
-                Math.min(lastStableOffset, servedHighWatermark), active, generation, System.currentTimeMillis());
+                Math.min(lastStableOffset, servedHighWatermark), active, generation, System.currentTimeMillis(), leaderId);
         w.writeTo(watermarkRegion.segment());
         published = w;
         return w;

@@ -10,19 +10,24 @@ import java.util.zip.CRC32C;
  * Nothing at or above {@code highWatermark} may be served: {@code hwPosition} is the byte position in
  * segment {@code hwSegmentBase} where the first batch at or above the high watermark starts.
  *
- * <p>Layout (big-endian): magic(4) version(4) then the ten longs below, then a CRC32C of the preceding
+ * <p>Layout (big-endian): magic(4) version(4) then the nine longs below, then a CRC32C of the preceding
  * bytes (4) and padding. The exporter rewrites it in place while peers may be reading it, so a reader
  * that sees a CRC mismatch has caught it mid-update and simply reads again.
  *
  * @param generation bumped whenever the partition's segment list changes (roll, deletion, compaction)
+ * @param leaderId   the node id of the partition's leader as the exporter last learnt it from the cluster, or
+ *                   {@link #UNKNOWN_LEADER}: a consumer that chose this exporter as the leader's moves when it differs
  */
 public record Watermark(long highWatermark, long hwSegmentBase, long hwPosition, long logStartOffset,
-                        long lastStableOffset, long activeSegmentBase, long generation, long updatedAtMillis) {
+                        long lastStableOffset, long activeSegmentBase, long generation, long updatedAtMillis,
+                        int leaderId) {
+
+    public static final int UNKNOWN_LEADER = -1;
 
     public static final int SIZE = 96;
     private static final int MAGIC = 0x524B574D; // "RKWM"
-    private static final int VERSION = 1;
-    private static final int CRC_OFFSET = 8 + 8 * 8;
+    private static final int VERSION = 2;
+    private static final int CRC_OFFSET = 8 + 9 * 8;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
@@ -56,12 +61,13 @@ public record Watermark(long highWatermark, long hwSegmentBase, long hwPosition,
                     + "the exporter and the consumer must run the same rdma4j version");
         }
         return new Watermark(source.get(LONG, 8), source.get(LONG, 16), source.get(LONG, 24), source.get(LONG, 32),
-                source.get(LONG, 40), source.get(LONG, 48), source.get(LONG, 56), source.get(LONG, 64));
+                source.get(LONG, 40), source.get(LONG, 48), source.get(LONG, 56), source.get(LONG, 64),
+                (int) source.get(LONG, 72));
     }
 
     private long[] fields() {
         return new long[] {highWatermark, hwSegmentBase, hwPosition, logStartOffset, lastStableOffset,
-                activeSegmentBase, generation, updatedAtMillis};
+                activeSegmentBase, generation, updatedAtMillis, leaderId};
     }
 
     private static int crc(MemorySegment s) {

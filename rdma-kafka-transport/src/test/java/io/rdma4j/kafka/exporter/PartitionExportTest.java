@@ -28,6 +28,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  */
 class PartitionExportTest {
 
+    private static final int LEADER = 1;
+
     @TempDir
     Path dir;
 
@@ -75,7 +77,7 @@ class PartitionExportTest {
         segment(200, "", TestBatches.data(200, 5, 1, false));
         try (PartitionExport p = export(Duration.ofSeconds(30))) {
             p.syncSegments();
-            long before = p.publish(205, 0, 205).generation();
+            long before = p.publish(205, 0, 205, LEADER).generation();
             assertThat(startOf(p, 151)).isEqualTo(150);
 
             // The cleaner merges segments 100 and 150 into a new segment 100, thinned: 104-105 and 152 survive.
@@ -85,14 +87,14 @@ class PartitionExportTest {
             move(log(100), dir.resolve(log(100).getFileName() + ".deleted"));
             move(log(150), dir.resolve(log(150).getFileName() + ".deleted"));
             p.syncSegments();
-            assertThat(p.publish(205, 0, 205).generation()).as("nothing changed while the swap is under way").isEqualTo(before);
+            assertThat(p.publish(205, 0, 205, LEADER).generation()).as("nothing changed while the swap is under way").isEqualTo(before);
             // Were 100 and 150 dropped now, a read from 151 would start past segment 0's end, at 200: records skipped.
             assertThat(startOf(p, 151)).as("offset 151 is still served, from the old segment").isEqualTo(150);
             assertThat(retired).hasValue(0);
 
             move(dir.resolve(log(100).getFileName() + ".swap"), log(100));
             p.syncSegments();
-            assertThat(p.publish(205, 0, 205).generation()).as("one change for the whole swap").isEqualTo(before + 1);
+            assertThat(p.publish(205, 0, 205, LEADER).generation()).as("one change for the whole swap").isEqualTo(before + 1);
             SegmentDirectory.Response r = p.directory(151);
             assertThat(r.segments()).extracting(SegmentDirectory.Segment::baseOffset).containsExactly(100L, 200L);
             assertThat(r.startPosition()).as("the batch holding 152 in the cleaned segment")
@@ -108,7 +110,7 @@ class PartitionExportTest {
         segment(100, "", TestBatches.data(100, 5, 1, false));
         try (PartitionExport p = export(Duration.ZERO)) {
             p.syncSegments();
-            p.publish(105, 0, 105);
+            p.publish(105, 0, 105, LEADER);
             Files.write(dir.resolve("00000000000000000050.log.swap"), new byte[] {1});
             Files.delete(log(0)); // retention, while a stray .swap lies in the directory
             p.syncSegments();
@@ -124,7 +126,7 @@ class PartitionExportTest {
         segment(200, "", TestBatches.data(200, 5, 1, false));
         try (PartitionExport p = export(Duration.ofSeconds(30))) {
             p.syncSegments();
-            p.publish(205, 0, 205);
+            p.publish(205, 0, 205, LEADER);
             SegmentDirectory.Response r = p.directory(0);
             assertThat(r.status()).isEqualTo(SegmentDirectory.Status.OK);
             assertThat(r.segments()).extracting(SegmentDirectory.Segment::baseOffset).containsExactly(100L, 200L);
@@ -155,17 +157,17 @@ class PartitionExportTest {
         assertThat(Files.size(log(0))).as("the segment spans many pages").isGreaterThan(8 * 4096);
         try (PartitionExport p = export(Duration.ofSeconds(30))) {
             p.syncSegments();
-            Watermark before = p.publish(4000, 0, 4000);
+            Watermark before = p.publish(4000, 0, 4000, LEADER);
             assertThat(before.highWatermark()).isEqualTo(4000);
 
             try (FileChannel ch = FileChannel.open(log(0), StandardOpenOption.WRITE)) {
                 ch.truncate(kept);
             }
-            assertThatThrownBy(() -> p.publish(4000, 0, 4000)).as("published before the segment list was synced")
+            assertThatThrownBy(() -> p.publish(4000, 0, 4000, LEADER)).as("published before the segment list was synced")
                     .isInstanceOf(java.io.IOException.class).hasMessageContaining("truncated");
 
             p.syncSegments();
-            Watermark after = p.publish(4000, 0, 4000);
+            Watermark after = p.publish(4000, 0, 4000, LEADER);
             assertThat(after.highWatermark()).as("what is left on disk, though the leader's is higher").isEqualTo(30);
             assertThat(after.hwPosition()).isEqualTo(kept);
             assertThat(after.generation()).as("a change consumers see").isGreaterThan(before.generation());

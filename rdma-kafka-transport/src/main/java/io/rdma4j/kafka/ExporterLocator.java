@@ -1,0 +1,162 @@
+package io.rdma4j.kafka;
+
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+
+import java.net.InetSocketAddress;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+
+/**
+ * Which log exporter serves each partition. With {@code rdma.exporter.address} set, that one exporter serves every
+ * partition (a single-broker set-up). Otherwise each broker runs an exporter on {@code rdma.exporter.port} at the host
+ * it advertises to clients, and a partition is read from the replica Kafka would fetch it from: the leader or, when
+ * the consumer sets {@code client.rack}, an in-sync replica in that rack (KIP-392's {@code RackAwareReplicaSelector}).
+ * Brokers and leaders come from the consumer's own cluster metadata; an exporter whose published leader differs
+ * ({@link #leaderMoved}) is a sign that metadata is behind an election: the published leader is chosen instead, once (an
+ * exporter can be behind too; two that disagree make the fetch fall back, see the fetcher). Used by the polling thread only.
+ */
+final class ExporterLocator {
+
+    /**
+     * Where to read a partition.
+     *
+     * @param nodeId   the broker whose exporter it is, -1 for the configured address
+     * @param leaderId the leader this choice was made for, -1 when not checked (the configured address)
+     */
+    record Target(InetSocketAddress address, int nodeId, int leaderId) {
+
+        /** Whether an exporter publishing {@code publishedLeader} shows this choice was made for another leader. */
+        boolean outdatedBy(int publishedLeader) {
+            return leaderId >= 0 && publishedLeader >= 0 && publishedLeader != leaderId;
+        }
+    }
+
+    private final InetSocketAddress override;
+    private final int port;
+    private final String rack;
+    private final Function<String, List<PartitionInfo>> metadata;
+    private final Map<TopicPartition, Target> located = new HashMap<>();
+    private final Map<TopicPartition, Integer> publishedLeaders = new HashMap<>();
+
+    private ExporterLocator(InetSocketAddress override, int port, String rack, Function<String, List<PartitionInfo>> metadata) {
+        this.override = override;
+        this.port = port;
+        this.rack = rack == null || rack.isBlank() ? null : rack;
+        this.metadata = metadata;
+    }
+
+    /** Every partition from the exporter at {@code address}. */
+    static ExporterLocator fixed(InetSocketAddress address) {
+        return new ExporterLocator(address, -1, null, topic -> List.of());
+    }
+
+    /**
+     * Each partition from the exporter of its chosen replica's broker, at {@code port}.
+     *
+     * @param rack     the consumer's {@code client.rack}, or null
+     * @param metadata a topic's partitions as the consumer's cluster metadata knows them
+     */
+    static ExporterLocator perBroker(int port, String rack, Function<String, List<PartitionInfo>> metadata) {
+        return new ExporterLocator(null, port, rack, metadata);
+    }
+
+    /** Where to read {@code tp}, or null while its replicas are not known (no leader, no metadata yet). */
+    Target locate(TopicPartition tp) {
+        if (override != null) {
+            return new Target(override, -1, -1);
+        }
+        Target target = located.get(tp);
+        if (target != null) {
+            return target;
+        }
+        PartitionInfo info = partitionInfo(tp);
+        if (info == null) {
+            return null;
+        }
+        Node leader = info.leader();
+        Integer published = publishedLeaders.remove(tp);
+        if (published != null && (leader == null || leader.id() != published)) {
+            // The exporter's word against the metadata's; but a broker the metadata knows no address of (offline,
+            // not a replica) cannot be read from, and then the metadata's leader stands.
+            Node named = replica(info.replicas(), published);
+            if (named != null && !named.isEmpty()) {
+                leader = named;
+            }
+        }
+        if (leader == null || leader.isEmpty()) {
+            return null;
+        }
+        Node chosen = leader;
+        if (rack != null && !rack.equals(leader.rack())) {
+            for (Node n : info.inSyncReplicas()) {
+                if (rack.equals(n.rack()) && !n.isEmpty()) {
+                    chosen = n;
+                    break;
+                }
+            }
+        }
+        target = new Target(new InetSocketAddress(chosen.host(), port), chosen.id(), leader.id());
+        located.put(tp, target);
+        return target;
+    }
+
+    /**
+     * Whether the consumer's metadata has an address for broker {@code nodeId} among {@code tp}'s replicas. It has none
+     * for a broker that was offline when the metadata was last refreshed, even when it is back now.
+     */
+    boolean addressable(TopicPartition tp, int nodeId) {
+        PartitionInfo info = partitionInfo(tp);
+        Node named = info == null ? null : replica(info.replicas(), nodeId);
+        return named != null && !named.isEmpty();
+    }
+
+    /** The exporter read for {@code tp} publishes {@code leaderId} as its leader: choose again for that leader. */
+    void leaderMoved(TopicPartition tp, int leaderId) {
+        located.remove(tp);
+        publishedLeaders.put(tp, leaderId);
+    }
+
+    /** Choose again from the metadata next time (the exporter was unreachable or did not serve the partition). */
+    void forget(TopicPartition tp) {
+        located.remove(tp);
+        publishedLeaders.remove(tp);
+    }
+
+    /** Forgets partitions no longer assigned. */
+    void retain(Set<TopicPartition> assigned) {
+        located.keySet().retainAll(assigned);
+        publishedLeaders.keySet().retainAll(assigned);
+    }
+
+    private PartitionInfo partitionInfo(TopicPartition tp) {
+        List<PartitionInfo> infos;
+        try {
+            infos = metadata.apply(tp.topic());
+        } catch (KafkaException e) {
+            return null; // Not known yet, or not authorized: the normal fetch path reports it.
+        }
+        if (infos != null) {
+            for (PartitionInfo info : infos) {
+                if (info.partition() == tp.partition()) {
+                    return info;
+                }
+            }
+        }
+        return null;
+    }
+
+    private static Node replica(Node[] replicas, int id) {
+        for (Node n : replicas) {
+            if (n.id() == id) {
+                return n;
+            }
+        }
+        return null;
+    }
+}

@@ -1,0 +1,29 @@
+package io.rdma4j.kafka;
+
+/** Why a partition falls back to the normal fetch path; {@link #tag()} is the {@code reason} tag of {@code fallbacks-total}. */
+enum FallbackReason {
+    EXPORTER_UNREACHABLE("exporter-unreachable", "the log exporter cannot be reached"),
+    NOT_EXPORTED("not-exported", "the offset is not in an exported segment"),
+    BELOW_LOG_START("below-log-start", "the offset is below the exported log start"),
+    CORRUPT_BATCH("corrupt-batch", "a batch read by RDMA failed its CRC check"),
+    READ_FAILED("read-failed", "the RDMA READ or segment lookup failed"),
+    DIRECTORY_CHANGING("directory-changing", "the segment directory kept changing"),
+    LEADER_MOVING("leader-moving", "the partition's leader kept moving between brokers"),
+    ABORTED_TRANSACTIONS("aborted-transactions", "the exporter could not tell the aborted transactions of the range");
+
+    private final String tag;
+    private final String words;
+
+    FallbackReason(String tag, String words) {
+        this.tag = tag;
+        this.words = words;
+    }
+
+    String tag() {
+        return tag;
+    }
+
+    String words() {
+        return words;
+    }
+}
