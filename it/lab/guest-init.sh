@@ -27,12 +27,13 @@ ip link set lo up
 device_failed() { echo "LAB: $1"; finish 98; }
 modprobe dummy numdummies=0 || device_failed "modprobe dummy failed"
 modprobe ib_uverbs && modprobe rdma_ucm && modprobe rdma_rxe || device_failed "loading rdma modules failed"
+# Each netdev has a second address (LabDevice.secondAddress): a second host on the same device.
 ip link add rdma0 type dummy && ip link set rdma0 up && ip addr add 10.9.9.1/24 dev rdma0 \
-  && rdma link add rxe0 type rxe netdev rdma0 || device_failed "creating rxe0 failed"
+  && ip addr add 10.9.9.2/24 dev rdma0 && rdma link add rxe0 type rxe netdev rdma0 || device_failed "creating rxe0 failed"
 modprobe siw || device_failed "modprobe siw failed"
 ip link add rdma1 type dummy && ip link set rdma1 up && ip addr add 10.9.10.1/24 dev rdma1 \
-  && rdma link add siw0 type siw netdev rdma1 || device_failed "creating siw0 failed"
-echo "LAB: rxe0 on rdma0 (10.9.9.1), siw0 on rdma1 (10.9.10.1), ready at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
+  && ip addr add 10.9.10.2/24 dev rdma1 && rdma link add siw0 type siw netdev rdma1 || device_failed "creating siw0 failed"
+echo "LAB: rxe0 on rdma0 (10.9.9.1, .2), siw0 on rdma1 (10.9.10.1, .2), ready at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
 
 if [ -n "$RUN" ]; then
   cd /tmp

@@ -40,6 +40,14 @@ public record LabDevice(String name, String address, Kind kind) {
         return new LabDevice(name, address, Kind.valueOf(kind.toUpperCase(Locale.ROOT)));
     }
 
+    /**
+     * A second address on the device's netdev (guest-init.sh adds {@code .2} beside {@code .1}), with a GID of its own:
+     * a second host on one device, for services that run one per host on a shared port (one log exporter per broker).
+     */
+    public String secondAddress() {
+        return address.substring(0, address.lastIndexOf('.') + 1) + "2";
+    }
+
     /** The JVM options that make {@link #current()} return this device. */
     public List<String> systemProperties() {
         return List.of("-D" + DEVICE_PROPERTY + "=" + name, "-D" + ADDRESS_PROPERTY + "=" + address,

@@ -25,6 +25,7 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
 
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -41,11 +42,13 @@ import java.util.stream.Stream;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Inside the soft-RDMA lab: a real KRaft broker, the log exporter on the verbs provider listening on the lab
- * device's address, and an RdmaKafkaConsumer created from properties on the verbs provider. It must return
- * exactly what a plain KafkaConsumer returns (offsets, keys, values, headers, timestamps, in order) over two
- * partitions whose logs rolled a segment, every record by RDMA READ over verbs: a consumer that fell back to the
- * normal fetch path for any record, or ran on another provider, fails.
+ * Inside the soft-RDMA lab: a KRaft cluster of two brokers, each advertising one of the lab device's two addresses,
+ * a log exporter per broker on the verbs provider listening on its broker's address and one shared port, and an
+ * RdmaKafkaConsumer created from properties on the verbs provider with that port and no exporter address. It must
+ * return exactly what a plain KafkaConsumer returns (offsets, keys, values, headers, timestamps, in order) over two
+ * partitions, led by different brokers, whose logs rolled a segment, every record by RDMA READ over verbs from the
+ * exporter of its partition's leader: a consumer that fell back to the normal fetch path for any record, read a
+ * partition from the other broker's exporter, or ran on another provider, fails.
  */
 class RdmaConsumerOverRxeGuestTest {
 
@@ -61,84 +64,103 @@ class RdmaConsumerOverRxeGuestTest {
     @Test
     void rdmaConsumerOnVerbsReturnsWhatPlainConsumerReturnsAcrossSegmentRolls() throws Exception {
         LabDevice device = LabDevice.current();
-        // A broker heartbeat delayed by the slow guest must not fence the only broker.
-        try (KafkaTestCluster cluster = new KafkaTestCluster(Map.of("broker.session.timeout.ms", "60000"))) {
-            Map<String, Object> exporterProps = new HashMap<>(cluster.exporterProps(device.address() + ":0"));
-            exporterProps.putAll(verbsTransport(device));
-            // Fewer ListOffsets rounds than the host tests' 20 ms: each costs the emulated broker real time.
-            exporterProps.put(ExporterConfig.INTERVAL, "200");
-            // The guest kernel (6.1) refuses read-only file mappings: RdmaTransport.registerFile maps segments writable there.
-            try (LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(exporterProps));
-                 Admin admin = Admin.create(Map.of("bootstrap.servers", cluster.bootstrap(),
-                         "default.api.timeout.ms", TIMEOUT_MS, "request.timeout.ms", TIMEOUT_MS))) {
+        List<String> hosts = List.of(device.address(), device.secondAddress());
+        // A broker heartbeat delayed by the slow guest must not fence a broker.
+        try (KafkaTestCluster cluster = KafkaTestCluster.brokersOn(hosts, Map.of("broker.session.timeout.ms", "60000"));
+             // The guest kernel (6.1) refuses read-only file mappings: RdmaTransport.registerFile maps segments writable there.
+             LogExporter first = startExporter(cluster, 0, hosts.get(0), 0);
+             LogExporter second = startExporter(cluster, 1, hosts.get(1), first.address().getPort());
+             Admin admin = Admin.create(Map.of("bootstrap.servers", cluster.bootstrap(),
+                     "default.api.timeout.ms", TIMEOUT_MS, "request.timeout.ms", TIMEOUT_MS))) {
+            List<LogExporter> exporters = List.of(first, second);
+            int port = first.address().getPort();
+            for (int broker = 0; broker < hosts.size(); broker++) {
+                LogExporter exporter = exporters.get(broker);
                 assertThat(exporter.transport().selection().provider()).as("the exporter's provider").isEqualTo("verbs");
-                assertThat(exporter.address().getAddress().getHostAddress()).as("the exporter listens on " + device.name())
-                        .isEqualTo(device.address());
+                assertThat(exporter.address()).as("exporter of broker %d on %s", broker, device.name())
+                        .isEqualTo(new InetSocketAddress(hosts.get(broker), port));
+            }
+            String topic = "rxe-flow";
+            // Partition p on broker p: each exporter serves one partition, the other's log is not on its broker.
+            admin.createTopics(List.of(new NewTopic(topic, Map.of(0, List.of(0), 1, List.of(1)))
+                    .configs(Map.of("segment.bytes", SEGMENT_BYTES)))).all().get();
+            List<TopicPartition> partitions = IntStream.range(0, PARTITIONS).mapToObj(p -> new TopicPartition(topic, p)).toList();
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            partitions.forEach(tp -> latest.put(tp, OffsetSpec.latest()));
+            RdmaKafkaConsumerTest.awaitLeaders(admin, latest);
 
-                String topic = "rxe-flow";
-                admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1).configs(Map.of("segment.bytes", SEGMENT_BYTES))))
-                        .all().get();
-                List<TopicPartition> partitions = IntStream.range(0, PARTITIONS).mapToObj(p -> new TopicPartition(topic, p)).toList();
-                Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
-                partitions.forEach(tp -> latest.put(tp, OffsetSpec.latest()));
-                RdmaKafkaConsumerTest.awaitLeaders(admin, latest);
+            Map<TopicPartition, Long> ends = produce(cluster.bootstrap(), topic);
+            for (TopicPartition tp : partitions) {
+                assertThat(segmentFiles(cluster, tp)).as(tp + " rolled at least one segment").hasSizeGreaterThanOrEqualTo(2);
+                awaitExported(exporters.get(tp.partition()), tp, ends.get(tp));
+            }
 
-                Map<TopicPartition, Long> ends = produce(cluster.bootstrap(), topic);
+            Map<String, Object> consumer = consumerProps(cluster.bootstrap());
+            List<Seen> plain;
+            try (Consumer<String, String> c = new KafkaConsumer<>(consumer, new StringDeserializer(), new StringDeserializer())) {
+                plain = consume(c, partitions);
+            }
+            assertThat(plain).as("the plain consumer read every record").hasSize(RECORDS);
+            for (TopicPartition tp : partitions) {
+                assertThat(plain.stream().filter(s -> s.partition() == tp.partition()).map(Seen::offset).toList())
+                        .as("the plain consumer read " + tp + " in offset order")
+                        .isEqualTo(java.util.stream.LongStream.range(0, ends.get(tp)).boxed().toList());
+            }
+
+            Map<String, Object> rdma = new HashMap<>(consumer);
+            rdma.put("rdma.fetch.enabled", "true");
+            rdma.put("rdma.exporter.port", Integer.toString(port)); // No address: each partition from its leader's exporter.
+            rdma.putAll(verbsTransport(device));
+            try (Consumer<String, String> c = RdmaConsumerFactory.create(rdma, null, null)) {
+                RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
+                assertThat(r.rdmaActive()).as("the consumer opened its RDMA transport").isTrue();
+                assertThat(r.providerSelection().provider()).as("the consumer's provider").isEqualTo("verbs");
+
+                List<Seen> got = consume(c, partitions);
+
+                var read = r.transportMetrics().snapshot(OperationType.READ);
+                long logBytes = 0;
                 for (TopicPartition tp : partitions) {
-                    assertThat(segmentFiles(cluster, tp)).as(tp + " rolled at least one segment").hasSizeGreaterThanOrEqualTo(2);
-                    awaitExported(exporter, tp, ends.get(tp));
-                }
-
-                Map<String, Object> consumer = consumerProps(cluster.bootstrap());
-                List<Seen> plain;
-                try (Consumer<String, String> c = new KafkaConsumer<>(consumer, new StringDeserializer(), new StringDeserializer())) {
-                    plain = consume(c, partitions);
-                }
-                assertThat(plain).as("the plain consumer read every record").hasSize(RECORDS);
-                for (TopicPartition tp : partitions) {
-                    assertThat(plain.stream().filter(s -> s.partition() == tp.partition()).map(Seen::offset).toList())
-                            .as("the plain consumer read " + tp + " in offset order")
-                            .isEqualTo(java.util.stream.LongStream.range(0, ends.get(tp)).boxed().toList());
-                }
-
-                Map<String, Object> rdma = new HashMap<>(consumer);
-                rdma.put("rdma.fetch.enabled", "true");
-                rdma.put("rdma.exporter.address", device.address() + ":" + exporter.address().getPort());
-                rdma.putAll(verbsTransport(device));
-                try (Consumer<String, String> c = RdmaConsumerFactory.create(rdma, null, null)) {
-                    RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
-                    assertThat(r.rdmaActive()).as("the consumer opened its RDMA transport").isTrue();
-                    assertThat(r.providerSelection().provider()).as("the consumer's provider").isEqualTo("verbs");
-
-                    List<Seen> got = consume(c, partitions);
-
-                    var read = r.transportMetrics().snapshot(OperationType.READ);
-                    long logBytes = 0;
-                    for (TopicPartition tp : partitions) {
-                        for (Path segment : segmentFiles(cluster, tp)) {
-                            logBytes += Files.size(segment);
-                        }
+                    for (Path segment : segmentFiles(cluster, tp)) {
+                        logBytes += Files.size(segment);
                     }
-                    // The lab test's console log keeps this line: the numbers behind "by RDMA READ over verbs".
-                    System.out.printf("LAB-KAFKA: %s on %s (%s): %d records, %d by RDMA; RDMA READ %d ops, %d bytes (log %d bytes);"
-                                    + " retries %d, CRC failures %d; exporter remaps %d%n",
-                            r.providerSelection(), device.name(), device.address(), got.size(), r.rdmaRecords(), read.count(),
-                            read.bytes(), logBytes, r.rdmaRetries(), r.crcFailures(), exporter.remaps());
-
-                    assertThat(got).as("the RDMA consumer returns exactly what the plain consumer returns").isEqualTo(plain);
-                    // Any record that came through the normal fetch path (a fallback) makes this fall short.
-                    assertThat(r.rdmaRecords()).as("records that came by RDMA READ").isEqualTo(RECORDS);
-                    assertThat(r.crcFailures()).as("batches that failed their CRC").isZero();
-                    assertThat(read.count()).as("RDMA READ operations").isPositive();
-                    assertThat(read.bytes()).as("RDMA READ bytes cover every batch of both logs").isGreaterThanOrEqualTo(logBytes);
                 }
+                // The lab test's console log keeps this line: the numbers behind "by RDMA READ over verbs".
+                System.out.printf("LAB-KAFKA: %s on %s (brokers on %s): %d records, %d by RDMA; RDMA READ %d ops, %d bytes"
+                                + " (log %d bytes); retries %d, CRC failures %d; exporter remaps %d and %d%n",
+                        r.providerSelection(), device.name(), hosts, got.size(), r.rdmaRecords(), read.count(),
+                        read.bytes(), logBytes, r.rdmaRetries(), r.crcFailures(), first.remaps(), second.remaps());
+                for (TopicPartition tp : partitions) {
+                    assertThat(r.rdmaExporterOf(tp)).as("the exporter %s was read from", tp)
+                            .isEqualTo(new InetSocketAddress(hosts.get(tp.partition()), port));
+                }
+
+                assertThat(got).as("the RDMA consumer returns exactly what the plain consumer returns").isEqualTo(plain);
+                // Any record that came through the normal fetch path (a fallback) makes this fall short.
+                assertThat(r.rdmaRecords()).as("records that came by RDMA READ").isEqualTo(RECORDS);
+                assertThat(r.crcFailures()).as("batches that failed their CRC").isZero();
+                assertThat(read.count()).as("RDMA READ operations").isPositive();
+                assertThat(read.bytes()).as("RDMA READ bytes cover every batch of both logs").isGreaterThanOrEqualTo(logBytes);
             }
         }
     }
 
     static Map<String, Object> verbsTransport(LabDevice device) {
-        return Map.of("rdma.provider", "verbs", "rdma.device", device.name(), "rdma.address", device.address(),
+        return verbsTransport(device, device.address());
+    }
+
+    static Map<String, Object> verbsTransport(LabDevice device, String address) {
+        return Map.of("rdma.provider", "verbs", "rdma.device", device.name(), "rdma.address", address,
                 "rdma.operation-timeout", "90s");
+    }
+
+    /** Broker {@code broker}'s exporter on the verbs provider at {@code host:port}. */
+    private static LogExporter startExporter(KafkaTestCluster cluster, int broker, String host, int port) {
+        Map<String, Object> props = new HashMap<>(cluster.exporterProps(broker, host + ":" + port));
+        props.putAll(verbsTransport(LabDevice.current(), host));
+        // Fewer ListOffsets rounds than the host tests' 20 ms: each costs the emulated broker real time.
+        props.put(ExporterConfig.INTERVAL, "200");
+        return LogExporter.start(ExporterConfig.fromProperties(props));
     }
 
     /** Record i goes to partition i % 2, every 7th with a header; returns each partition's end offset. */
@@ -188,7 +210,7 @@ class RdmaConsumerOverRxeGuestTest {
 
     private static List<Path> segmentFiles(KafkaTestCluster cluster, TopicPartition tp) throws Exception {
         List<Path> out = new ArrayList<>();
-        for (String dir : cluster.logDirs().split(",")) {
+        for (String dir : cluster.logDirs(tp.partition()).split(",")) {
             Path partitionDir = Path.of(dir, tp.topic() + "-" + tp.partition());
             if (Files.isDirectory(partitionDir)) {
                 try (Stream<Path> files = Files.list(partitionDir)) {
