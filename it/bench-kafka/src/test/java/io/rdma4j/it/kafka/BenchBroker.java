@@ -14,21 +14,36 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * What every Kafka benchmark runs against: one broker (rdma-kafka-transport's {@link KafkaTestCluster}), its log
- * exporter on the tcp provider, and consumers of byte arrays either plain or reading by RDMA from that exporter.
+ * What every Kafka benchmark runs against: one broker (rdma-kafka-transport's {@link KafkaTestCluster}) or several
+ * (broker N advertising {@code 127.0.0.N}), a log exporter per broker on the tcp provider (one shared port), and
+ * consumers of byte arrays either plain or reading by RDMA: from the one exporter's address, or with several brokers
+ * from each partition's leader's exporter on the shared port.
  */
 final class BenchBroker implements AutoCloseable {
 
     final KafkaTestCluster cluster;
+    /** The first broker's exporter. */
     final LogExporter exporter;
+    final List<LogExporter> exporters = new java.util.ArrayList<>();
     final Admin admin;
     final String watermarkIntervalMs = System.getProperty("bench.watermark.interval.ms", "5");
 
     BenchBroker() throws Exception {
-        cluster = new KafkaTestCluster();
-        Map<String, Object> ex = cluster.exporterProps("127.0.0.1:0");
-        ex.put(ExporterConfig.INTERVAL, watermarkIntervalMs);
-        exporter = LogExporter.start(ExporterConfig.fromProperties(ex));
+        this(1);
+    }
+
+    BenchBroker(int brokers) throws Exception {
+        cluster = brokers == 1 ? new KafkaTestCluster()
+                : KafkaTestCluster.brokersOn(java.util.stream.IntStream.rangeClosed(1, brokers).mapToObj(n -> "127.0.0." + n).toList(),
+                Map.of());
+        int port = 0;
+        for (int b = 0; b < brokers; b++) {
+            Map<String, Object> ex = cluster.exporterProps(b, "127.0.0." + (b + 1) + ":" + port);
+            ex.put(ExporterConfig.INTERVAL, watermarkIntervalMs);
+            exporters.add(LogExporter.start(ExporterConfig.fromProperties(ex)));
+            port = exporters.getFirst().address().getPort();
+        }
+        exporter = exporters.getFirst();
         admin = Admin.create(Map.of("bootstrap.servers", cluster.bootstrap()));
     }
 
@@ -53,7 +68,11 @@ final class BenchBroker implements AutoCloseable {
         c.put("max.poll.records", "2000");
         c.put("rdma.fetch.enabled", rdma);
         if (rdma) {
-            c.put("rdma.exporter.address", "127.0.0.1:" + exporter.address().getPort());
+            if (exporters.size() == 1) {
+                c.put("rdma.exporter.address", "127.0.0.1:" + exporter.address().getPort());
+            } else {
+                c.put("rdma.exporter.port", Integer.toString(exporter.address().getPort()));
+            }
             c.put("rdma.provider", "tcp");
             c.put("rdma.fetch.poll.interval.ms", "1");
         }
@@ -63,8 +82,9 @@ final class BenchBroker implements AutoCloseable {
 
     @Override
     public void close() throws Exception {
-        try (cluster; exporter; admin) {
-            // Closed in reverse: admin, exporter, then the broker.
+        try (cluster) {
+            admin.close();
+            exporters.forEach(LogExporter::close);
         }
     }
 }

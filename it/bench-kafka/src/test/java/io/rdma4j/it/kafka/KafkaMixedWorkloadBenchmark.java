@@ -110,9 +110,9 @@ class KafkaMixedWorkloadBenchmark {
         }
     }
 
-    private static void report(String topic, Map<Variant, List<Round>> rounds) {
+    static void report(String topic, Map<Variant, List<Round>> rounds) {
         Round p = median(rounds.get(Variant.PLAIN));
-        System.out.printf("%s, %d records (%.1f MB), median of %d rotating rounds:%n", topic, RECORDS, p.mb(), ROUNDS);
+        System.out.printf("%s, %.1f MB, median of %d rotating rounds:%n", topic, p.mb(), rounds.get(Variant.PLAIN).size());
         rounds.forEach((v, list) -> {
             Round r = median(list);
             System.out.printf("  %-30s %7.1f MB/s (rounds %s)  consumer-thread CPU %6.2f ms/MB  process CPU %6.2f ms/MB%n",
@@ -143,19 +143,24 @@ class KafkaMixedWorkloadBenchmark {
     }
 
     private static Round read(BenchBroker broker, String topic, Variant variant) {
+        return read(broker, topic, variant, PARTITIONS, RECORDS);
+    }
+
+    /** One read of {@code records} records of a topic of {@code partitions} partitions. */
+    static Round read(BenchBroker broker, String topic, Variant variant, int partitions, int records) {
         try (Consumer<byte[], byte[]> c = broker.consumer(variant.rdma, variant.properties)) {
             Map<Long, Long> threads0 = threadCpu();
             long cpu0 = THREADS.getCurrentThreadCpuTime();
             long proc0 = OS.getProcessCpuTime();
-            MixedWorkload.Read read = MixedWorkload.readAll(c, topic, PARTITIONS, RECORDS, Duration.ofMinutes(5));
+            MixedWorkload.Read read = MixedWorkload.readAll(c, topic, partitions, records, Duration.ofMinutes(5));
             double threadMs = (THREADS.getCurrentThreadCpuTime() - cpu0) / 1e6;
             double procMs = (OS.getProcessCpuTime() - proc0) / 1e6;
             Map<String, Long> byThread = cpuByThreadName(threads0, threadCpu());
             double mb = read.bytes() / 1e6;
             if (c instanceof RdmaKafkaConsumer<byte[], byte[]> r) {
                 assertThat(r.rdmaRecords()).as("records read by RDMA").isPositive();
-                if (r.rdmaRecords() != RECORDS) {
-                    System.out.printf("  note: %d of %d records of %s came by RDMA, the rest through Kafka%n", r.rdmaRecords(), RECORDS, topic);
+                if (r.rdmaRecords() != records) {
+                    System.out.printf("  note: %d of %d records of %s came by RDMA, the rest through Kafka%n", r.rdmaRecords(), records, topic);
                 }
             }
             return new Round(read.mbPerSec(), threadMs / mb, procMs / mb, mb, byThread);
