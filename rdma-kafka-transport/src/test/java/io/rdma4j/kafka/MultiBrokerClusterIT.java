@@ -39,7 +39,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * convention ({@code rdma.exporter.port}; broker N on {@code 127.0.0.N}), and a topic whose eight partitions have two
  * replicas each and their leaders spread over all four brokers. An RDMA consumer configured with the bootstrap servers
  * and the port only reads every partition from its leader's exporter, and keeps doing so across a broker killed with
- * SIGKILL and started again and a preferred leader election, with exactly the records a {@code KafkaConsumer} reads.
+ * SIGKILL and started again, a preferred leader election and a reassignment to brokers that held no replica, with
+ * exactly the records a {@code KafkaConsumer} reads.
  */
 class MultiBrokerClusterIT {
 
@@ -71,7 +72,9 @@ class MultiBrokerClusterIT {
                 int leader = p % BROKERS + 1;
                 assignment.put(p, List.of(leader, (leader + p / BROKERS) % BROKERS + 1)); // Two replicas, leaders on every broker.
             }
-            admin.createTopics(List.of(new NewTopic(topic, assignment).configs(Map.of("min.insync.replicas", "1")))).all().get();
+            // Segments roll every few seconds while records come, so reads cross rolls on leaders and followers.
+            admin.createTopics(List.of(new NewTopic(topic, assignment).configs(Map.of("min.insync.replicas", "1",
+                    "segment.ms", "3000")))).all().get();
             List<TopicPartition> tps = IntStream.range(0, PARTITIONS).mapToObj(p -> new TopicPartition(topic, p)).toList();
             awaitLeaders(admin, topic, assignment);
 
@@ -128,11 +131,27 @@ class MultiBrokerClusterIT {
                 awaitRdmaFromLeaders(admin, c, rdma, got, topic, tps, port, cluster);
                 produce(cluster, topic, 2 * PER_PHASE, PER_PHASE);
                 pollUntil(c, got, 3 * PER_PHASE, cluster);
-                c.poll(Duration.ofMillis(500)).forEach(r -> got.add(RdmaKafkaConsumerTest.Seen.of(r)));
-                Map<Integer, Long> rdmaAtEnd = rdmaPerPartition(c, tps);
-                assertGrew(rdmaAfterFailover, rdmaAtEnd, tps, "after the restart and the election, fallbacks " + fallbacks(c), cluster);
+                Map<Integer, Long> rdmaAfterElection = rdmaPerPartition(c, tps);
+                assertGrew(rdmaAfterFailover, rdmaAfterElection, tps, "after the restart and the election, fallbacks " + fallbacks(c),
+                        cluster);
                 assertReadFromLeaders(admin, rdma, topic, tps, port);
                 log(started, "read across the restart and the election");
+
+                // 4. A reassignment moves partition 0 to two brokers that held no replica of it.
+                TopicPartition moved = tps.getFirst();
+                admin.alterPartitionReassignments(Map.of(moved, java.util.Optional.of(
+                        new org.apache.kafka.clients.admin.NewPartitionReassignment(List.of(4, 3))))).all().get();
+                awaitPartitions(admin, topic, info -> info.partition() != 0 || (info.replicas().stream().map(n -> n.id())
+                        .collect(java.util.stream.Collectors.toSet()).equals(Set.of(3, 4)) && info.isr().size() == 2
+                        && info.leader() != null), "partition 0 on brokers 3 and 4");
+                awaitRdmaFromLeaders(admin, c, rdma, got, topic, tps, port, cluster);
+                produce(cluster, topic, 3 * PER_PHASE, PER_PHASE);
+                pollUntil(c, got, 4 * PER_PHASE, cluster);
+                c.poll(Duration.ofMillis(500)).forEach(r -> got.add(RdmaKafkaConsumerTest.Seen.of(r)));
+                Map<Integer, Long> rdmaAtEnd = rdmaPerPartition(c, tps);
+                assertGrew(rdmaAfterElection, rdmaAtEnd, tps, "after the reassignment, fallbacks " + fallbacks(c), cluster);
+                assertReadFromLeaders(admin, rdma, topic, tps, port);
+                log(started, "read across the reassignment of " + moved + " to brokers 4 and 3");
                 System.out.printf("[multi-broker] records by RDMA / total per partition: %s / %s; before the kill %s / %s%n",
                         rdmaAtEnd, perPartition(got), perPartition, perPartition);
             }
@@ -141,11 +160,11 @@ class MultiBrokerClusterIT {
             try (Consumer<String, String> c = new KafkaConsumer<>(plainProps)) {
                 c.assign(tps);
                 c.seekToBeginning(tps);
-                pollUntil(c, plain, 3 * PER_PHASE, cluster);
+                pollUntil(c, plain, 4 * PER_PHASE, cluster);
             }
             plain.sort(Comparator.comparing(RdmaKafkaConsumerTest.Seen::partition));
-            assertThat(got).as("what the RDMA consumer read through the failover and the election, against KafkaConsumer")
-                    .hasSize(3 * PER_PHASE).isEqualTo(plain);
+            assertThat(got).as("what the RDMA consumer read through the failover, the election and the reassignment, against"
+                    + " KafkaConsumer").hasSize(4 * PER_PHASE).isEqualTo(plain);
         } finally {
             // The controller (node 1) last, so the brokers can shut down in a controlled way.
             cluster.reversed().forEach(KafkaBrokerProcess::close);
