@@ -44,8 +44,9 @@ import java.util.regex.Pattern;
 
 /**
  * Exports a broker's log for one-sided reads: maps every partition's segment files read-only, registers
- * them, and publishes per partition a watermark record (high watermark with its byte position, log start
- * offset, last stable offset) learnt from the broker through the Admin API every
+ * what lies below the high watermark ({@link PartitionExport}), and publishes per partition a watermark record (high
+ * watermark with its byte position, log start offset, last stable offset, leader) learnt from the broker through the
+ * Admin API every
  * {@code rdma.exporter.watermark.interval.ms}. Consumers find segments with a
  * {@link RequestTypes#KAFKA_DIRECTORY} request ({@link SegmentDirectory}) on the rdma4j connection. The broker
  * itself is not modified and never notices.
@@ -164,7 +165,7 @@ public final class LogExporter implements AutoCloseable {
         return adminRequests.get() / Math.max(1e-9, (System.nanoTime() - startedNanos) / 1e9);
     }
 
-    /** Segment regions re-registered because a segment grew or rolled. */
+    /** Segment registrations replaced because the high watermark moved (a segment is registered only below it). */
     public long remaps() {
         return partitions.values().stream().mapToLong(PartitionExport::remaps).sum();
     }

@@ -3,7 +3,6 @@ package io.rdma4j.kafka.exporter;
 import io.rdma4j.core.Access;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegisteredRegion;
-import io.rdma4j.core.RegistrationException;
 import io.rdma4j.kafka.protocol.BatchHeaders;
 import io.rdma4j.kafka.protocol.SegmentDirectory;
 import io.rdma4j.kafka.protocol.Watermark;
@@ -14,9 +13,11 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -27,9 +28,11 @@ import java.util.TreeSet;
 import java.util.regex.Pattern;
 
 /**
- * One exported partition: its segment files mapped read-only and registered (each only up to the
- * file's size when it was mapped, so no peer can reach a page past the end of file), and its
- * watermark record. All state is guarded by {@code this}.
+ * One exported partition: its segment files, each mapped read-only for the exporter's own walks over batch headers and
+ * registered for peers only up to the published high watermark (a segment wholly below it in full, the one holding it
+ * up to its byte position, later ones not at all), so that no peer can read a byte the consumer may not (uncommitted,
+ * possibly truncated by a failover) nor a page past the end of file; and its watermark record. All state is guarded by
+ * {@code this}.
  */
 final class PartitionExport implements AutoCloseable {
 
@@ -53,6 +56,8 @@ final class PartitionExport implements AutoCloseable {
     /** Since when a swap has been seen in progress (System.nanoTime), or -1. */
     private long swapSeenSinceNanos = -1;
     private long generation;
+    /** The segment list changed since the last publish: the next watermark carries a new generation. */
+    private boolean listChanged;
     private long remaps;
     // Where the last high-watermark walk stopped, so the next one continues from there.
     private ExportedSegment scanSegment;
@@ -174,9 +179,7 @@ final class PartitionExport implements AutoCloseable {
                 changed = true;
             }
         }
-        if (changed) {
-            generation++;
-        }
+        listChanged |= changed;
     }
 
     /**
@@ -203,10 +206,8 @@ final class PartitionExport implements AutoCloseable {
                         + " segment list was synced; it is mapped again at the next refresh");
             }
             reached = walk(s, from, highWatermark);
-            if (reached.nextOffset() < highWatermark && !s.complete && onDisk > s.exportedLength) {
+            if (reached.nextOffset() < highWatermark && !s.complete && onDisk > s.mappedLength) {
                 s = remap(s, false);
-                segments.put(s.baseOffset, s);
-                generation++;
                 reached = walk(s, reached, highWatermark);
             }
             scanSegment = s;
@@ -215,9 +216,13 @@ final class PartitionExport implements AutoCloseable {
         }
         // On a lagging replica the log may end below the leader's high watermark: publish what is here.
         long servedHighWatermark = floor == null ? Math.min(highWatermark, hwSegmentBase) : Math.min(highWatermark, reached.nextOffset());
-        if (floor != null && reached.nextOffset() < highWatermark && reached.bytePosition() == floor.getValue().exportedLength
+        if (floor != null && reached.nextOffset() < highWatermark && reached.bytePosition() == floor.getValue().mappedLength
                 && floor.getValue().complete) {
             servedHighWatermark = highWatermark; // The segment is complete; the next one starts at or above the HW.
+        }
+        if (registerBelow(floor == null ? Long.MIN_VALUE : hwSegmentBase, reached.bytePosition()) | listChanged) {
+            generation++; // Once per publish: consumers look the directory up again once.
+            listChanged = false;
         }
         long active = segments.isEmpty() ? hwSegmentBase : segments.lastKey();
         Watermark w = new Watermark(servedHighWatermark, hwSegmentBase, reached.bytePosition(), logStartOffset,
@@ -234,7 +239,7 @@ final class PartitionExport implements AutoCloseable {
      */
     private static BatchHeaders.Position walk(ExportedSegment s, BatchHeaders.Position from, long stopOffset) throws IOException {
         try {
-            return BatchHeaders.walk(s.memory, from.bytePosition(), from.nextOffset(), s.exportedLength, stopOffset);
+            return BatchHeaders.walk(s.memory, from.bytePosition(), from.nextOffset(), s.mappedLength, stopOffset);
         } catch (InternalError e) {
             throw new IOException("segment " + s.baseOffset + " faulted while its batch headers were read (truncated"
                     + " in place?); it is mapped again at the next refresh", e);
@@ -246,32 +251,37 @@ final class PartitionExport implements AutoCloseable {
      * lies in a segment the cleaner emptied, the next exported one (the offsets between hold no records). Null when
      * {@code fromOffset} is not exported.
      */
-    private ExportedSegment startSegment(long fromOffset) {
+    private ExportedSegment startSegment(long fromOffset, boolean registeredOnly) {
         var floor = segments.floorEntry(fromOffset);
+        while (registeredOnly && floor != null && floor.getValue().registered == null) {
+            floor = segments.lowerEntry(floor.getKey()); // At or above the high watermark: nothing to read there yet.
+        }
         Long empty = emptySegments.floor(fromOffset);
         if (empty != null && (floor == null || empty > floor.getKey())) {
             var next = segments.higherEntry(empty);
-            return next == null ? null : next.getValue();
+            return next == null || (registeredOnly && next.getValue().registered == null) ? null : next.getValue();
         }
         return floor == null ? null : floor.getValue();
     }
 
     /** Answers a directory request. */
     synchronized SegmentDirectory.Response directory(long fromOffset) {
-        ExportedSegment first = startSegment(fromOffset);
+        ExportedSegment first = startSegment(fromOffset, true);
         if (first == null || published == null) {
             return new SegmentDirectory.Response(SegmentDirectory.Status.OFFSET_NOT_EXPORTED, watermarkRegion.descriptor(), -1, List.of());
         }
-        long limit = first.baseOffset == published.hwSegmentBase() ? Math.min(published.hwPosition(), first.exportedLength)
-                : first.baseOffset < published.hwSegmentBase() ? first.exportedLength : 0;
+        long limit = first.baseOffset == published.hwSegmentBase() ? Math.min(published.hwPosition(), first.exportedLength())
+                : first.baseOffset < published.hwSegmentBase() ? first.exportedLength() : 0;
         // The batch holding fromOffset: walk past every batch that ends below it.
         long start = BatchHeaders.walk(first.memory, 0, first.baseOffset, limit, fromOffset).bytePosition();
         List<SegmentDirectory.Segment> out = new ArrayList<>();
         for (ExportedSegment s : segments.tailMap(first.baseOffset, true).values()) {
-            if (out.size() == SegmentDirectory.MAX_SEGMENTS_PER_RESPONSE) {
-                break;
+            if (out.size() == SegmentDirectory.MAX_SEGMENTS_PER_RESPONSE || s.registered == null) {
+                break; // Later segments lie above the high watermark.
             }
-            out.add(new SegmentDirectory.Segment(s.baseOffset, s.exportedLength, s.complete, s.region.descriptor()));
+            // Complete for a consumer only once registered in full: until then it is registered again as the HW moves.
+            out.add(new SegmentDirectory.Segment(s.baseOffset, s.exportedLength(), s.complete && s.exportedLength() == s.mappedLength,
+                    s.registered.region().descriptor()));
         }
         return new SegmentDirectory.Response(SegmentDirectory.Status.OK, watermarkRegion.descriptor(), start, out);
     }
@@ -282,7 +292,7 @@ final class PartitionExport implements AutoCloseable {
      * (below the log start, or before any exported segment).
      */
     synchronized List<TransactionIndexScanner.Segment> transactionIndexSegments(long fromOffset) {
-        ExportedSegment first = startSegment(fromOffset);
+        ExportedSegment first = startSegment(fromOffset, false);
         if (first == null || published == null || fromOffset < published.logStartOffset()) {
             return List.of();
         }
@@ -302,23 +312,60 @@ final class PartitionExport implements AutoCloseable {
                 return null; // A fresh active segment: mapped once it has data.
             }
             Arena arena = Arena.ofShared();
-            try {
-                RegisteredRegion region = mapper.register(transport, file, size, arena);
-                return new ExportedSegment(base, file, key, arena, region.segment(), region, size, complete);
-            } catch (RuntimeException e) {
+            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+                // Only the exporter reads this mapping; what peers read is registered in registerBelow.
+                return new ExportedSegment(base, file, key, arena, channel.map(FileChannel.MapMode.READ_ONLY, 0, size, arena), size,
+                        null, complete);
+            } catch (IOException | RuntimeException e) {
                 arena.close();
-                if (e instanceof RegistrationException && e.getCause() instanceof NoSuchFileException) {
-                    return null; // deleted meanwhile (retention, compaction)
-                }
                 throw e;
             }
         } catch (NoSuchFileException gone) {
-            return null;
+            return null; // deleted meanwhile (retention, compaction)
+        }
+    }
+
+    /**
+     * Registers for peers what lies below the high watermark: every segment before {@code hwSegmentBase} in full, that
+     * one up to {@code hwPosition}, none after it. Returns whether a registration changed (the directory then differs).
+     */
+    private boolean registerBelow(long hwSegmentBase, long hwPosition) throws IOException {
+        boolean changed = false;
+        for (ExportedSegment s : List.copyOf(segments.values())) {
+            long wanted = s.baseOffset < hwSegmentBase ? s.mappedLength : s.baseOffset == hwSegmentBase ? hwPosition : 0;
+            if (wanted == s.exportedLength()) {
+                continue;
+            }
+            Registered fresh = null;
+            if (wanted > 0) {
+                Arena arena = Arena.ofShared();
+                try {
+                    fresh = new Registered(mapper.register(transport, s.file, wanted, arena), arena);
+                } catch (RuntimeException e) {
+                    arena.close();
+                    throw new IOException("cannot register " + wanted + " bytes of segment " + s.baseOffset + " of " + partition
+                            + " (deleted or truncated meanwhile?): " + e.getMessage(), e);
+                }
+            }
+            if (s.registered != null) {
+                retirer.retire(s.registered.region(), s.registered.arena());
+            }
+            remaps++;
+            replace(s, new ExportedSegment(s.baseOffset, s.file, s.fileKey, s.arena, s.memory, s.mappedLength, fresh, s.complete));
+            changed = true;
+        }
+        return changed;
+    }
+
+    private void replace(ExportedSegment old, ExportedSegment fresh) {
+        segments.put(fresh.baseOffset, fresh);
+        if (scanSegment == old) {
+            scanSegment = fresh;
         }
     }
 
     private static boolean isTruncated(ExportedSegment s, long sizeOnDisk) {
-        return sizeOnDisk >= 0 && sizeOnDisk < s.exportedLength;
+        return sizeOnDisk >= 0 && sizeOnDisk < s.mappedLength;
     }
 
     /**
@@ -328,24 +375,23 @@ final class PartitionExport implements AutoCloseable {
      * null when nothing is left of it.
      */
     private ExportedSegment truncated(ExportedSegment old) throws IOException {
-        LOG.warn("segment {} of {} was truncated in place below its {} exported bytes; exporting what is left",
-                old.baseOffset, partition, old.exportedLength);
+        LOG.warn("segment {} of {} was truncated in place below its {} mapped bytes; exporting what is left",
+                old.baseOffset, partition, old.mappedLength);
         ExportedSegment fresh = map(old.baseOffset, old.file, false);
-        remaps++;
-        retire(old);
+        retire(old); // Registered again, at most to the new end, by the next publish.
         return fresh;
     }
 
+    /** Maps the grown or rolled file again for the exporter's walks; its registration stays until publish moves it. */
     private ExportedSegment remap(ExportedSegment old, boolean complete) throws IOException {
-        ExportedSegment fresh = map(old.baseOffset, old.file, complete);
-        if (fresh == null) {
+        ExportedSegment mapped = map(old.baseOffset, old.file, complete);
+        if (mapped == null) {
             return old;
         }
-        remaps++;
-        retire(old);
-        if (scanSegment == old) {
-            scanSegment = fresh;
-        }
+        ExportedSegment fresh = new ExportedSegment(mapped.baseOffset, mapped.file, mapped.fileKey, mapped.arena, mapped.memory,
+                mapped.mappedLength, old.registered, complete);
+        replace(old, fresh);
+        old.arena.close(); // Only this exporter's walks used it, under this lock.
         return fresh;
     }
 
@@ -354,7 +400,10 @@ final class PartitionExport implements AutoCloseable {
             scanSegment = null;
             scanPosition = null;
         }
-        retirer.retire(s.region, s.arena);
+        if (s.registered != null) {
+            retirer.retire(s.registered.region(), s.registered.arena());
+        }
+        s.arena.close();
     }
 
     private static long size(Path file) {
@@ -380,7 +429,10 @@ final class PartitionExport implements AutoCloseable {
     @Override
     public synchronized void close() {
         for (ExportedSegment s : segments.values()) {
-            s.region.close();
+            if (s.registered != null) {
+                s.registered.region().close();
+                s.registered.arena().close();
+            }
             s.arena.close();
         }
         segments.clear();
@@ -388,7 +440,17 @@ final class PartitionExport implements AutoCloseable {
         watermarkArena.close();
     }
 
-    private record ExportedSegment(long baseOffset, Path file, Object fileKey, Arena arena, MemorySegment memory,
-                                   RegisteredRegion region, long exportedLength, boolean complete) {
+    /**
+     * @param arena      owns {@code memory}, the exporter's own mapping of the first {@code mappedLength} bytes
+     * @param registered what peers may read, or null while nothing of the segment lies below the high watermark
+     */
+    private record ExportedSegment(long baseOffset, Path file, Object fileKey, Arena arena, MemorySegment memory, long mappedLength,
+                                   Registered registered, boolean complete) {
+        long exportedLength() {
+            return registered == null ? 0 : registered.region().segment().byteSize();
+        }
+    }
+
+    private record Registered(RegisteredRegion region, Arena arena) {
     }
 }

@@ -176,6 +176,55 @@ class PartitionExportTest {
         }
     }
 
+    /**
+     * The responder, not only the consumer, keeps records at or above the high watermark from peers: a segment is
+     * registered only up to the watermark's byte position, so a raw peer with a valid connection and the segment's
+     * descriptor reading past it is refused (the tcp provider then closes the connection, as a queue pair errs); the
+     * registration follows the watermark, and the segment is complete for consumers only once registered in full.
+     */
+    @Test
+    void aRawPeerCannotReadAByteAboveThePublishedHighWatermark() throws Exception {
+        ByteBuffer[] batches = {TestBatches.data(0, 10, 1, false), TestBatches.data(10, 10, 1, false), TestBatches.data(20, 10, 1, false)};
+        segment(0, "", batches);
+        segment(30, "", TestBatches.data(30, 5, 1, false), TestBatches.data(35, 5, 1, false)); // wholly above the watermark
+        long belowHw = batches[0].remaining() + batches[1].remaining();
+        try (PartitionExport p = export(Duration.ofSeconds(30));
+             io.rdma4j.core.RdmaListener listener = transport.listen(new java.net.InetSocketAddress("127.0.0.1", 0),
+                     io.rdma4j.core.RequestHandlers.of(io.rdma4j.core.RequestTypes.KAFKA_DIRECTORY, io.rdma4j.core.RequestHandler.answering(
+                             (body, context) -> ByteBuffer.wrap(p.directory(0).toBytes()))));
+             java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared(); // freed after the peer deregisters it
+             RdmaTransport peer = RdmaTransport.open(TransportConfig.builder().provider("tcp").build())) {
+            p.syncSegments();
+            Watermark w = p.publish(20, 0, 20, LEADER);
+            assertThat(w.hwPosition()).isEqualTo(belowHw);
+            java.lang.foreign.MemorySegment into = peer.register(arena.allocate(Files.size(log(0))), io.rdma4j.core.Access.readSink())
+                    .segment();
+            SegmentDirectory.Response r;
+            try (io.rdma4j.core.RdmaConnection c = peer.connect(listener.localAddress()).get()) {
+                r = SegmentDirectory.Response.fromBytes(c.requestAndWait(io.rdma4j.core.RequestTypes.KAFKA_DIRECTORY,
+                        ByteBuffer.wrap(new SegmentDirectory.Request("t", 0, 0).toBytes())));
+                assertThat(r.segments()).as("segment 30 lies above the watermark: not registered, not listed").hasSize(1);
+                SegmentDirectory.Segment first = r.segments().getFirst();
+                assertThat(first.region().length()).as("registered bytes").isEqualTo(belowHw);
+                assertThat(first.complete()).as("registered again as the watermark moves").isFalse();
+                c.readAndWait(first.region(), 0, into.asSlice(0, belowHw)); // below the watermark: served
+                assertThatThrownBy(() -> c.readAndWait(first.region(), 0, into.asSlice(0, belowHw + 1)))
+                        .as("one byte above the watermark").isInstanceOf(io.rdma4j.core.RemoteAccessException.class)
+                        .extracting(e -> ((io.rdma4j.core.RemoteAccessException) e).reason())
+                        .isEqualTo(io.rdma4j.core.RemoteAccessException.Reason.OUT_OF_RANGE);
+            }
+
+            Watermark moved = p.publish(35, 0, 35, LEADER);
+            assertThat(moved.generation()).as("consumers look the directory up again").isGreaterThan(w.generation());
+            SegmentDirectory.Response after = p.directory(0);
+            assertThat(after.segments()).extracting(SegmentDirectory.Segment::baseOffset).containsExactly(0L, 30L);
+            assertThat(after.segments().getFirst().complete()).as("segment 0 now registered in full").isTrue();
+            assertThat(after.segments().getFirst().region().length()).isEqualTo(Files.size(log(0)));
+            assertThat(after.segments().get(1).region().length()).as("segment 30 up to offset 35")
+                    .isEqualTo(TestBatches.data(30, 5, 1, false).remaining());
+        }
+    }
+
     /** The base offset of the segment a read from {@code offset} starts in; 200 when it starts past segment 100's end. */
     private static long startOf(PartitionExport p, long offset) {
         SegmentDirectory.Response r = p.directory(offset);
