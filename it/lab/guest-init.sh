@@ -34,6 +34,7 @@ modprobe siw || device_failed "modprobe siw failed"
 ip link add rdma1 type dummy && ip link set rdma1 up && ip addr add 10.9.10.1/24 dev rdma1 \
   && ip addr add 10.9.10.2/24 dev rdma1 && rdma link add siw0 type siw netdev rdma1 || device_failed "creating siw0 failed"
 echo "LAB: rxe0 on rdma0 (10.9.9.1, .2), siw0 on rdma1 (10.9.10.1, .2), ready at $(cut -d' ' -f1 /proc/uptime) s guest uptime"
+touch "$SHARE/.rdma-lab-ready" # rdma-lab.sh's boot watchdog stops waiting
 
 if [ -n "$RUN" ]; then
   cd /tmp

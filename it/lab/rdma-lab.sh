@@ -19,6 +19,8 @@
 #   RDMA_LAB_SHARE    host directory mounted read-write in the guest at the same path, exported to the
 #                     guest script as $RDMA_LAB_SHARE (default: a new directory under $RDMA_LAB_DIR/runs)
 #   RDMA_LAB_TIMEOUT  seconds before a boot is killed (default 1200)
+#   RDMA_LAB_BOOT_TIMEOUT  seconds the guest has to bring its devices up (guest-init's "ready") before the boot is
+#                     killed as hung (default 300; a normal boot is ready within a minute)
 #   RDMA_LAB_VM_MEM / RDMA_LAB_VM_CPUS   guest size (default 4G / 2)
 #
 # setup, ensure, ensure-host, run and shell need root: run by another user, they go through `sudo -n`
@@ -45,6 +47,7 @@ LAB_FORMAT=1
 VM_MEM=${RDMA_LAB_VM_MEM:-4G}
 VM_CPUS=${RDMA_LAB_VM_CPUS:-2}
 RUN_TIMEOUT=${RDMA_LAB_TIMEOUT:-1200}
+BOOT_TIMEOUT=${RDMA_LAB_BOOT_TIMEOUT:-300}
 
 # What the host tests outside the lab use: libibverbs/librdmacm with the providers, their headers and gcc
 # (rdma-native-loader compares the generated layouts with gcc's).
@@ -64,7 +67,7 @@ can_sudo() { command -v sudo > /dev/null && sudo -n true 2> /dev/null; }
 need_root() {
   [ "$(id -u)" = 0 ] && return 0
   if can_sudo; then
-    exec sudo -n env RDMA_LAB_DIR="$LAB_DIR" RDMA_LAB_TIMEOUT="$RUN_TIMEOUT" RDMA_LAB_VM_MEM="$VM_MEM" \
+    exec sudo -n env RDMA_LAB_DIR="$LAB_DIR" RDMA_LAB_TIMEOUT="$RUN_TIMEOUT" RDMA_LAB_BOOT_TIMEOUT="$BOOT_TIMEOUT" RDMA_LAB_VM_MEM="$VM_MEM" \
       RDMA_LAB_VM_CPUS="$VM_CPUS" ${RDMA_LAB_SHARE:+RDMA_LAB_SHARE="$RDMA_LAB_SHARE"} \
       "$LAB_SCRIPT_DIR/rdma-lab.sh" "${ARGS[@]}"
   fi
@@ -269,7 +272,7 @@ cmd_status() {
 
 # Boots the VM; with a script, runs it in the guest and exits with its exit status.
 boot() {
-  local script=${1:-} share problem start rc
+  local script=${1:-} share problem start rc qemu watchdog
   problem=$(lab_problem)
   [ -z "$problem" ] || die "soft-RDMA lab not ready: $problem (run it/lab/rdma-lab.sh setup as root)"
   if [ -n "$script" ]; then
@@ -280,7 +283,7 @@ boot() {
   mkdir -p "$share"; share=$(cd "$share" && pwd)
   # Kernel command-line values are split at spaces.
   case "$LAB_DIR$share$script$LAB_SCRIPT_DIR" in *[[:space:]]*) die "lab paths must not contain spaces" ;; esac
-  rm -f "$share/.rdma-lab-rc"
+  rm -f "$share/.rdma-lab-rc" "$share/.rdma-lab-ready" "$share/.rdma-lab-hung"
   log "booting the guest (TCG, $VM_CPUS vCPUs, $VM_MEM, timeout ${RUN_TIMEOUT}s); share: $share"
   start=$SECONDS
   set +e
@@ -290,11 +293,27 @@ boot() {
     -kernel "$LAB_DIR/vmlinux" -initrd "$LAB_DIR/initramfs.cpio.gz" \
     -append "console=ttyS0 panic=-1 quiet loglevel=4 tsc=reliable rdmalab.init=$LAB_SCRIPT_DIR/guest-init.sh rdmalab.dir=$LAB_DIR rdmalab.share=$share rdmalab.run=$script" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-    -virtfs local,path="$share",mount_tag=labshare,security_model=none,multidevs=remap
+    -virtfs local,path="$share",mount_tag=labshare,security_model=none,multidevs=remap <&0 &
+  qemu=$! # (<&0: a background job of a script would read /dev/null; the shell command's console needs stdin)
+  # A TCG boot has been seen to hang before guest-init (no output for an hour): stop it early so the caller can
+  # boot again. guest-init writes .rdma-lab-ready once the devices are up.
+  (
+    for ((waited = 0; waited < BOOT_TIMEOUT; waited++)); do
+      { [ -f "$share/.rdma-lab-ready" ] || ! kill -0 "$qemu" 2> /dev/null; } && exit 0
+      sleep 1
+    done
+    touch "$share/.rdma-lab-hung"
+    kill "$qemu" 2> /dev/null
+  ) &
+  watchdog=$!
+  wait "$qemu"
   rc=$?
+  kill "$watchdog" 2> /dev/null || true
+  wait "$watchdog" 2> /dev/null || true
   set -e
   log "guest finished after $((SECONDS - start)) s (qemu rc=$rc)"
   echo "$(date -Is) boot $((SECONDS - start)) s ${script:-shell}" >> "$LAB_DIR/timings.log" 2>/dev/null || true
+  [ -f "$share/.rdma-lab-hung" ] && die "guest did not bring its devices up within ${BOOT_TIMEOUT}s (RDMA_LAB_BOOT_TIMEOUT): the boot hung; see the console output above"
   [ "$rc" = 124 ] && die "guest did not finish within ${RUN_TIMEOUT}s (RDMA_LAB_TIMEOUT)"
   [ -f "$share/.rdma-lab-rc" ] || die "guest wrote no exit status (qemu rc=$rc): see the console output above"
   rc=$(cat "$share/.rdma-lab-rc")
