@@ -40,7 +40,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * replicas each and their leaders spread over all four brokers. An RDMA consumer configured with the bootstrap servers
  * and the port only reads every partition from its leader's exporter, and keeps doing so across a broker killed with
  * SIGKILL and started again, a preferred leader election and a reassignment to brokers that held no replica, with
- * exactly the records a {@code KafkaConsumer} reads.
+ * exactly the records a {@code KafkaConsumer} reads; and reads on by RDMA after retention deleted, on every replica,
+ * the segments it had read.
  */
 class MultiBrokerClusterIT {
 
@@ -62,6 +63,7 @@ class MultiBrokerClusterIT {
                 // A killed broker's partitions move to their followers after this, instead of the default 9 s.
                 "broker.session.timeout.ms", "4000",
                 "broker.heartbeat.interval.ms", "500",
+                "log.retention.check.interval.ms", "1000",
                 // KIP-392: consumers with client.rack fetch from an in-sync replica in their rack.
                 "broker.rack", "rack-" + node,
                 "replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector"),
@@ -154,17 +156,23 @@ class MultiBrokerClusterIT {
                 log(started, "read across the reassignment of " + moved + " to brokers 4 and 3");
                 System.out.printf("[multi-broker] records by RDMA / total per partition: %s / %s; before the kill %s / %s%n",
                         rdmaAtEnd, perPartition(got), perPartition, perPartition);
+                assertThat(sorted(got)).as("what the RDMA consumer read through the failover, the election and the reassignment,"
+                        + " against KafkaConsumer").hasSize(4 * PER_PHASE).isEqualTo(readPlain(plainProps, tps, null, 4 * PER_PHASE, cluster));
+
+                // 5. Retention deletes the segments already read, on every replica, while the consumer reads on.
+                Map<TopicPartition, Long> before = offsets(admin, tps, org.apache.kafka.clients.admin.OffsetSpec.latest());
+                retention(admin, topic, org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET);
+                awaitDeleted(admin, tps);
+                retention(admin, topic, org.apache.kafka.clients.admin.AlterConfigOp.OpType.DELETE); // keeps what comes next
+                produce(cluster, topic, 4 * PER_PHASE, PER_PHASE);
+                pollUntil(c, got, 5 * PER_PHASE, cluster);
+                c.poll(Duration.ofMillis(500)).forEach(r -> got.add(RdmaKafkaConsumerTest.Seen.of(r)));
+                assertGrew(rdmaAtEnd, rdmaPerPartition(c, tps), tps, "after retention deleted what was read, fallbacks " + fallbacks(c),
+                        cluster);
+                assertThat(sorted(got.subList(4 * PER_PHASE, got.size()))).as("what the RDMA consumer read after the deletion")
+                        .hasSize(PER_PHASE).isEqualTo(readPlain(plainProps, tps, before, PER_PHASE, cluster));
+                log(started, "read on after retention deleted the segments read");
             }
-            got.sort(Comparator.comparing(RdmaKafkaConsumerTest.Seen::partition)); // stable: keeps per-partition order
-            List<RdmaKafkaConsumerTest.Seen> plain = new ArrayList<>();
-            try (Consumer<String, String> c = new KafkaConsumer<>(plainProps)) {
-                c.assign(tps);
-                c.seekToBeginning(tps);
-                pollUntil(c, plain, 4 * PER_PHASE, cluster);
-            }
-            plain.sort(Comparator.comparing(RdmaKafkaConsumerTest.Seen::partition));
-            assertThat(got).as("what the RDMA consumer read through the failover, the election and the reassignment, against"
-                    + " KafkaConsumer").hasSize(4 * PER_PHASE).isEqualTo(plain);
         } finally {
             // The controller (node 1) last, so the brokers can shut down in a controlled way.
             cluster.reversed().forEach(KafkaBrokerProcess::close);
@@ -181,6 +189,58 @@ class MultiBrokerClusterIT {
         for (TopicPartition tp : tps) {
             assertThat(after.getOrDefault(tp.partition(), 0L) - before.getOrDefault(tp.partition(), 0L))
                     .as("records of %s by RDMA %s (before %s, after %s)\n%s", tp, when, before, after, tails(cluster)).isPositive();
+        }
+    }
+
+    private static List<RdmaKafkaConsumerTest.Seen> sorted(List<RdmaKafkaConsumerTest.Seen> seen) {
+        List<RdmaKafkaConsumerTest.Seen> out = new ArrayList<>(seen);
+        out.sort(Comparator.comparing(RdmaKafkaConsumerTest.Seen::partition)); // stable: keeps per-partition order
+        return out;
+    }
+
+    /** {@code count} records read by a KafkaConsumer from {@code from} (null: the beginning), sorted by partition. */
+    private static List<RdmaKafkaConsumerTest.Seen> readPlain(Map<String, Object> props, List<TopicPartition> tps,
+                                                              Map<TopicPartition, Long> from, int count,
+                                                              List<KafkaBrokerProcess> cluster) {
+        List<RdmaKafkaConsumerTest.Seen> plain = new ArrayList<>();
+        try (Consumer<String, String> c = new KafkaConsumer<>(props)) {
+            c.assign(tps);
+            if (from == null) {
+                c.seekToBeginning(tps);
+            } else {
+                from.forEach(c::seek);
+            }
+            pollUntil(c, plain, count, cluster);
+        }
+        return sorted(plain);
+    }
+
+    private static Map<TopicPartition, Long> offsets(Admin admin, List<TopicPartition> tps,
+                                                     org.apache.kafka.clients.admin.OffsetSpec spec) throws Exception {
+        Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> ask = new HashMap<>();
+        tps.forEach(tp -> ask.put(tp, spec));
+        Map<TopicPartition, Long> out = new HashMap<>();
+        admin.listOffsets(ask).all().get().forEach((tp, info) -> out.put(tp, info.offset()));
+        return out;
+    }
+
+    /** Sets the topic's retention.ms to 1 s, or deletes that override. */
+    private static void retention(Admin admin, String topic, org.apache.kafka.clients.admin.AlterConfigOp.OpType op) throws Exception {
+        admin.incrementalAlterConfigs(Map.of(new org.apache.kafka.common.config.ConfigResource(
+                org.apache.kafka.common.config.ConfigResource.Type.TOPIC, topic), List.of(new org.apache.kafka.clients.admin.AlterConfigOp(
+                new org.apache.kafka.clients.admin.ConfigEntry("retention.ms", "1000"), op)))).all().get();
+    }
+
+    /** Until retention has moved every partition's log start past offset 0. */
+    private static void awaitDeleted(Admin admin, List<TopicPartition> tps) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (true) {
+            Map<TopicPartition, Long> start = offsets(admin, tps, org.apache.kafka.clients.admin.OffsetSpec.earliest());
+            if (start.values().stream().allMatch(o -> o > 0)) {
+                return;
+            }
+            assertThat(System.nanoTime()).as("retention deleted segments of every partition within 60 s: %s", start).isLessThan(deadline);
+            Thread.sleep(200);
         }
     }
 
