@@ -37,6 +37,16 @@ final class ExporterLocator {
         }
     }
 
+    /** Thrown where the exporter read publishes another leader than the one it was chosen for (see {@link #leaderMoved}). */
+    static final class LeaderMoved extends RuntimeException {
+        final int leaderId;
+
+        LeaderMoved(int leaderId) {
+            super(null, null, false, false); // Control flow: no stack trace.
+            this.leaderId = leaderId;
+        }
+    }
+
     private final InetSocketAddress override;
     private final int port;
     private final String rack;

@@ -197,20 +197,17 @@ final class RdmaFetcher implements AutoCloseable {
             }
             RdmaConnection c = target == null ? null : connections.get(target.address());
             if (c == null) {
-                drop(tp);
-                locator.forget(tp);
-                return new Fallback(FallbackReason.EXPORTER_UNREACHABLE, target == null ? "no replica of " + tp + " is known"
+                return giveUp(tp, FallbackReason.EXPORTER_UNREACHABLE, target == null ? "no replica of " + tp + " is known"
                         : "exporter " + target.address() + " unreachable");
             }
             try {
                 return fetchOnce(c, target, tp, position, maxRecords, maxBytes, keys, values);
-            } catch (LeaderMoved e) {
+            } catch (ExporterLocator.LeaderMoved e) {
+                if (attempt > 0) {
+                    return leaderMoving(tp, target, e.leaderId);
+                }
                 drop(tp);
                 locator.leaderMoved(tp, e.leaderId);
-                if (attempt > 0) {
-                    locator.forget(tp);
-                    return new Fallback(FallbackReason.LEADER_MOVING, target.address() + " names node " + e.leaderId + " the leader of " + tp);
-                }
                 LOG.debug("leader of {} moved to node {}; reading from its exporter", tp, e.leaderId);
             } catch (CorruptRecordException e) {
                 crcFailures.increment();
@@ -228,8 +225,7 @@ final class RdmaFetcher implements AutoCloseable {
                 boolean retriable = e instanceof ConnectionClosedException || (e instanceof RemoteAccessException rae
                         && rae.reason() != RemoteAccessException.Reason.ACCESS_DENIED);
                 if (!retriable || attempt > 0) {
-                    locator.forget(tp);
-                    return new Fallback(FallbackReason.READ_FAILED, e.toString());
+                    return giveUp(tp, FallbackReason.READ_FAILED, e.toString());
                 }
                 reconnects.increment();
                 if (metrics != null) {
@@ -237,16 +233,6 @@ final class RdmaFetcher implements AutoCloseable {
                 }
                 LOG.debug("RDMA fetch of {} failed ({}); looking it up again{}", tp, e.toString(), c.isOpen() ? "" : " on a new connection");
             }
-        }
-    }
-
-    /** The exporter read publishes another leader than the one it was chosen for. */
-    private static final class LeaderMoved extends RuntimeException {
-        final int leaderId;
-
-        LeaderMoved(int leaderId) {
-            super(null, null, false, false);
-            this.leaderId = leaderId;
         }
     }
 
@@ -269,11 +255,9 @@ final class RdmaFetcher implements AutoCloseable {
         }
         if (target.outdatedBy(w.leaderId())) {
             if (locator.addressable(tp, w.leaderId())) {
-                throw new LeaderMoved(w.leaderId());
+                throw new ExporterLocator.LeaderMoved(w.leaderId());
             }
-            drop(tp);
-            locator.forget(tp); // Whichever is behind, exporter or metadata: Kafka's fetch refreshes the metadata meanwhile.
-            return new Fallback(FallbackReason.LEADER_MOVING, target.address() + " names node " + w.leaderId() + " the leader of " + tp);
+            return leaderMoving(tp, target, w.leaderId()); // Whichever is behind: Kafka's fetch refreshes the metadata meanwhile.
         }
         st.generation = w.generation();
         if (position < w.logStartOffset()) {
@@ -475,10 +459,20 @@ final class RdmaFetcher implements AutoCloseable {
         throw new RdmaException("the watermark record never read consistently (100 attempts)");
     }
 
-    /** The exporter chosen does not hold {@code position}: choose again once the fallback period is over. */
-    private Fallback notExported(TopicPartition tp, long position) {
+    /** RDMA cannot serve {@code tp} now: its state and exporter are chosen afresh once the fallback period is over. */
+    private Fallback giveUp(TopicPartition tp, FallbackReason reason, String why) {
+        drop(tp);
         locator.forget(tp);
-        return new Fallback(FallbackReason.NOT_EXPORTED, "offset " + position + " of " + tp + " is not exported");
+        return new Fallback(reason, why);
+    }
+
+    /** Exporters keep naming another leader: Kafka's fetch serves (and refreshes the metadata) meanwhile. */
+    private Fallback leaderMoving(TopicPartition tp, ExporterLocator.Target target, int leaderId) {
+        return giveUp(tp, FallbackReason.LEADER_MOVING, target.address() + " names node " + leaderId + " the leader of " + tp);
+    }
+
+    private Fallback notExported(TopicPartition tp, long position) {
+        return giveUp(tp, FallbackReason.NOT_EXPORTED, "offset " + position + " of " + tp + " is not exported");
     }
 
     private PartitionState directory(RdmaConnection c, ExporterLocator.Target target, TopicPartition tp, long fromOffset) {

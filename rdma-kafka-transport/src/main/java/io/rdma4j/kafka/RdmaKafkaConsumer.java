@@ -105,10 +105,9 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         if (rdmaConfig.enabled()) {
             try {
                 t = RdmaTransport.open(rdmaConfig.transport());
-                KafkaConsumer<K, V> metadata = delegate;
                 ExporterLocator locator = rdmaConfig.exporterAddress() != null ? ExporterLocator.fixed(rdmaConfig.exporterAddress())
                         : ExporterLocator.perBroker(rdmaConfig.exporterPort(), java.util.Objects.toString(kafka.get(ConsumerConfig.CLIENT_RACK_CONFIG), null),
-                        topic -> metadata.partitionsFor(topic, METADATA_WAIT));
+                        topic -> delegate.partitionsFor(topic, METADATA_WAIT));
                 f = new RdmaFetcher(t, locator, rdmaConfig.fallbackBackoff(), rdmaMetrics, readCommitted,
                         rdmaConfig.decodeAhead(), intValue(kafka, ConsumerConfig.FETCH_MAX_BYTES_CONFIG, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES));
             } catch (RuntimeException e) {

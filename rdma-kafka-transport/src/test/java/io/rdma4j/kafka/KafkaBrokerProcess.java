@@ -71,6 +71,8 @@ public final class KafkaBrokerProcess implements AutoCloseable {
         int controllerPort = freePort();
         String clusterId = Uuid.randomUuid().toString();
         List<KafkaBrokerProcess> started = new ArrayList<>();
+        Path logDir = Path.of("target", "broker-process");
+        Files.createDirectories(logDir);
         try {
             for (int node = 1; node <= nodes; node++) {
                 String host = host(node);
@@ -94,8 +96,6 @@ public final class KafkaBrokerProcess implements AutoCloseable {
                 StringBuilder text = new StringBuilder();
                 props.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
                 Files.writeString(serverProperties, text);
-                Path logDir = Path.of("target", "broker-process");
-                Files.createDirectories(logDir);
                 KafkaBrokerProcess broker = new KafkaBrokerProcess(logDir.resolve(nodes == 1 ? name + ".log" : name + "-" + node + ".log")
                         .toAbsolutePath(), host, brokerPort, classPath, serverProperties);
                 Files.deleteIfExists(broker.log);

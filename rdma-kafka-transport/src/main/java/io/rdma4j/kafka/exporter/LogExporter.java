@@ -84,8 +84,8 @@ public final class LogExporter implements AutoCloseable {
     private final long startedNanos = System.nanoTime();
     /** Each exported partition's leader (node id), as last learnt; a partition whose leader is unknown is absent. */
     private volatile Map<TopicPartition, Integer> leaders = Map.of();
-    private long leadersLearntNanos;
-    private boolean leadersLearnt;
+    /** When the leaders were last learnt; the first refresh learns them. */
+    private long leadersLearntNanos = System.nanoTime() - LEADERS_INTERVAL_NANOS;
     private volatile boolean closed;
 
     private record Retired(RegisteredRegion region, Arena arena, long closeAtNanos) {
@@ -217,14 +217,13 @@ public final class LogExporter implements AutoCloseable {
         ListOffsetsResult lsoAnswer = admin.listOffsets(latest, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED));
         ListOffsetsResult startAnswer = admin.listOffsets(earliest);
         adminRequests.addAndGet(3);
-        boolean learnLeaders = !leadersLearnt || System.nanoTime() - leadersLearntNanos >= LEADERS_INTERVAL_NANOS;
+        boolean learnLeaders = System.nanoTime() - leadersLearntNanos >= LEADERS_INTERVAL_NANOS;
         var leadersAnswer = learnLeaders ? describe(asked) : null;
         Map<TopicPartition, Long> hw = offsets(hwAnswer, asked, deadline);
         Map<TopicPartition, Long> lso = offsets(lsoAnswer, asked, deadline);
         Map<TopicPartition, Long> start = offsets(startAnswer, asked, deadline);
         if (learnLeaders) {
             leaders = leaders(leadersAnswer, deadline);
-            leadersLearnt = true;
             leadersLearntNanos = System.nanoTime();
             adminRequests.incrementAndGet();
         }

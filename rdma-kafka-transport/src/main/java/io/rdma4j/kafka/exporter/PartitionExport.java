@@ -351,7 +351,7 @@ final class PartitionExport implements AutoCloseable {
                 retirer.retire(s.registered.region(), s.registered.arena());
             }
             remaps++;
-            replace(s, new ExportedSegment(s.baseOffset, s.file, s.fileKey, s.arena, s.memory, s.mappedLength, fresh, s.complete));
+            replace(s, s.registeredAs(fresh));
             changed = true;
         }
         return changed;
@@ -388,8 +388,7 @@ final class PartitionExport implements AutoCloseable {
         if (mapped == null) {
             return old;
         }
-        ExportedSegment fresh = new ExportedSegment(mapped.baseOffset, mapped.file, mapped.fileKey, mapped.arena, mapped.memory,
-                mapped.mappedLength, old.registered, complete);
+        ExportedSegment fresh = mapped.registeredAs(old.registered);
         replace(old, fresh);
         old.arena.close(); // Only this exporter's walks used it, under this lock.
         return fresh;
@@ -448,6 +447,10 @@ final class PartitionExport implements AutoCloseable {
                                    Registered registered, boolean complete) {
         long exportedLength() {
             return registered == null ? 0 : registered.region().segment().byteSize();
+        }
+
+        ExportedSegment registeredAs(Registered r) {
+            return new ExportedSegment(baseOffset, file, fileKey, arena, memory, mappedLength, r, complete);
         }
     }
 
