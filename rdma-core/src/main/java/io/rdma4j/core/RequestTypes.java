@@ -19,6 +19,11 @@ public final class RequestTypes {
     public static final int KAFKA_DIRECTORY = 0x0100;
     /** Kafka: the aborted transactions that overlap an offset range of a topic-partition (for read_committed). */
     public static final int KAFKA_ABORTED_TRANSACTIONS = 0x0101;
+    /**
+     * Kafka: a consumer proves to a log exporter that it holds a delegation token (challenge, then proof), so that the
+     * exporter serves it only the topics the token's owner may read.
+     */
+    public static final int KAFKA_AUTHENTICATE = 0x0102;
     /** Spark: the region descriptors of map outputs on an executor. */
     public static final int SPARK_DESCRIBE_MAP_OUTPUTS = 0x0200;
     /** Spring Boot: the descriptor of a region published under a name. */

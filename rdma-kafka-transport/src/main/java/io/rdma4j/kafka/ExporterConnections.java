@@ -1,11 +1,17 @@
 package io.rdma4j.kafka;
 
 import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RemoteRequestException;
+import io.rdma4j.core.RequestTypes;
+import io.rdma4j.kafka.protocol.ExporterAuthentication;
+import org.apache.kafka.common.security.token.delegation.DelegationToken;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -15,7 +21,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * A consumer's connections to log exporters, one per exporter address (one per broker it reads from). An exporter
  * that could not be reached is tried again only after {@code rdma.fetch.fallback.backoff.ms}, so a dead broker costs
- * one connect timeout per backoff period, not one per poll. Used by the polling thread only.
+ * one connect timeout per backoff period, not one per poll. With {@link DelegationTokenCredentials} each connection
+ * proves the current token ({@link ExporterAuthentication}) before it is used, and again once the token is replaced.
+ * Used by the polling thread only.
  */
 final class ExporterConnections implements AutoCloseable {
 
@@ -25,17 +33,24 @@ final class ExporterConnections implements AutoCloseable {
     private final Duration reconnectBackoff;
     private final Map<InetSocketAddress, RdmaConnection> open = new HashMap<>();
     private final Map<InetSocketAddress, Long> retryAtNanos = new HashMap<>();
+    /** Null when the consumer proves nothing (exporters that check ACLs then refuse it). */
+    private final DelegationTokenCredentials credentials;
+    /** The token each open connection proved. */
+    private final Map<InetSocketAddress, DelegationToken> proven = new HashMap<>();
+    /** When a refused proof is tried again. */
+    private final Map<InetSocketAddress, Long> proofRetryAtNanos = new HashMap<>();
 
-    ExporterConnections(RdmaTransport transport, Duration reconnectBackoff) {
+    ExporterConnections(RdmaTransport transport, Duration reconnectBackoff, DelegationTokenCredentials credentials) {
         this.transport = transport;
         this.reconnectBackoff = reconnectBackoff;
+        this.credentials = credentials;
     }
 
     /** The open connection to {@code exporter}, connecting if needed; null while it cannot be reached. */
     RdmaConnection get(InetSocketAddress exporter) {
         RdmaConnection c = open.get(exporter);
         if (c != null && c.isOpen()) {
-            return c;
+            return proveCurrentToken(exporter, c) ? c : null;
         }
         drop(exporter);
         Long retryAt = retryAtNanos.get(exporter);
@@ -46,7 +61,7 @@ final class ExporterConnections implements AutoCloseable {
             c = transport.connect(exporter).get(transport.config().connectTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
             open.put(exporter, c);
             retryAtNanos.remove(exporter);
-            return c;
+            return proveCurrentToken(exporter, c) ? c : null;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return null;
@@ -57,9 +72,51 @@ final class ExporterConnections implements AutoCloseable {
         }
     }
 
+    /**
+     * Proves the current token on {@code c} unless it did already. A refused proof is logged and leaves the connection
+     * unproven: an exporter that checks ACLs then answers NOT_AUTHORIZED, and one that does not never asked. A
+     * connection that fails meanwhile is dropped (false), and the exporter is tried again after the backoff.
+     */
+    private boolean proveCurrentToken(InetSocketAddress exporter, RdmaConnection c) {
+        DelegationToken token = credentials == null ? null : credentials.current();
+        Long retryAt = proofRetryAtNanos.get(exporter);
+        if (token == null || token == proven.get(exporter) && (retryAt == null || System.nanoTime() - retryAt < 0)) {
+            return true;
+        }
+        proofRetryAtNanos.remove(exporter);
+        try {
+            byte[] nonce = ExporterAuthentication.nonce(c.requestAndWait(RequestTypes.KAFKA_AUTHENTICATE,
+                    ByteBuffer.wrap(new ExporterAuthentication.Challenge().toBytes())));
+            String id = token.tokenInfo().tokenId();
+            c.requestAndWait(RequestTypes.KAFKA_AUTHENTICATE, ByteBuffer.wrap(
+                    new ExporterAuthentication.Proof(id, ExporterAuthentication.proof(token.hmac(), nonce, id)).toBytes()));
+            proven.put(exporter, token);
+        } catch (RemoteRequestException e) {
+            proven.put(exporter, token); // Asked once per token and connection (and backoff), not once per poll.
+            if (e.status() == RemoteRequestException.Status.REFUSED) {
+                // A token just created reaches the exporter's broker a moment later: the proof is tried again after the
+                // backoff, meanwhile the exporter answers NOT_AUTHORIZED and Kafka's fetch serves.
+                proofRetryAtNanos.put(exporter, System.nanoTime() + reconnectBackoff.toNanos());
+                credentials.refused(token);
+                LOG.info("the rdma4j log exporter at {} refused delegation token {} (trying again in {} ms): {}", exporter,
+                        token.tokenInfo().tokenId(), reconnectBackoff.toMillis(), e.getMessage());
+            } else {
+                LOG.debug("the rdma4j log exporter at {} takes no delegation token ({}); it checks no ACLs", exporter, e.getMessage());
+            }
+        } catch (RdmaException e) {
+            drop(exporter);
+            retryAtNanos.put(exporter, System.nanoTime() + reconnectBackoff.toNanos());
+            LOG.debug("proving the delegation token to {} failed: {}", exporter, e.toString());
+            return false;
+        }
+        return true;
+    }
+
     /** Closes the connection to {@code exporter}, failing what is still in flight on it; whether there was one. */
     boolean drop(InetSocketAddress exporter) {
         RdmaConnection c = open.remove(exporter);
+        proven.remove(exporter);
+        proofRetryAtNanos.remove(exporter);
         if (c != null) {
             c.close();
         }
@@ -69,5 +126,8 @@ final class ExporterConnections implements AutoCloseable {
     @Override
     public void close() {
         List.copyOf(open.keySet()).forEach(this::drop);
+        if (credentials != null) {
+            credentials.close();
+        }
     }
 }

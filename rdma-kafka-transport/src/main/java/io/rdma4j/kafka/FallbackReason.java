@@ -9,6 +9,7 @@ enum FallbackReason {
     READ_FAILED("read-failed", "the RDMA READ or segment lookup failed"),
     DIRECTORY_CHANGING("directory-changing", "the segment directory kept changing"),
     LEADER_MOVING("leader-moving", "the partition's leader kept moving between brokers"),
+    NOT_AUTHORIZED("not-authorized", "the exporter checks Kafka ACLs and refused this consumer the topic"),
     ABORTED_TRANSACTIONS("aborted-transactions", "the exporter could not tell the aborted transactions of the range");
 
     private final String tag;

@@ -19,6 +19,11 @@ import java.util.Map;
  *   in-sync replica's in that rack</td></tr>
  * <tr><td>rdma.exporter.address</td><td>host:port of one log exporter that serves every partition (a single-broker
  *   set-up); overrides {@code rdma.exporter.port}</td></tr>
+ * <tr><td>rdma.exporter.authentication</td><td>{@code delegation-token}: prove to each exporter a delegation token
+ *   this consumer creates with its own Kafka client settings, so exporters that check Kafka ACLs
+ *   ({@code rdma.exporter.acls}) serve it the topics its principal may READ; {@code none} (default) proves nothing</td></tr>
+ * <tr><td>rdma.exporter.token.lifetime.ms</td><td>the most a token lives (default 3600000); a new one replaces it
+ *   when four fifths of its life are over, and it is expired when the consumer closes</td></tr>
  * <tr><td>rdma.fetch.fallback.backoff.ms</td><td>how long a partition stays on the normal fetch path after
  *   RDMA could not serve it (default 1000)</td></tr>
  * <tr><td>rdma.fetch.poll.interval.ms</td><td>how often poll() rechecks watermarks while waiting (default 5)</td></tr>
@@ -28,8 +33,9 @@ import java.util.Map;
  * </table>
  * Every {@code rdma.*} key is removed before the rest configures the internal KafkaConsumer.
  */
-public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddress, int exporterPort, Duration fallbackBackoff,
-                                 Duration pollInterval, boolean decodeAhead, TransportConfig transport) {
+public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddress, int exporterPort, boolean delegationToken,
+                                 Duration tokenLifetime, Duration fallbackBackoff, Duration pollInterval, boolean decodeAhead,
+                                 TransportConfig transport) {
 
     public static final String PREFIX = "rdma.";
     public static final String ENABLED = "rdma.fetch.enabled";
@@ -37,6 +43,8 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
     public static final String EXPORTER_PORT = "rdma.exporter.port";
     /** The exporter's default listen port. */
     public static final int DEFAULT_EXPORTER_PORT = 9299;
+    public static final String AUTHENTICATION = "rdma.exporter.authentication";
+    public static final String TOKEN_LIFETIME = "rdma.exporter.token.lifetime.ms";
     public static final String FALLBACK_BACKOFF = "rdma.fetch.fallback.backoff.ms";
     public static final String POLL_INTERVAL = "rdma.fetch.poll.interval.ms";
     public static final String DECODE_AHEAD = "rdma.fetch.decode.ahead";
@@ -52,6 +60,14 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
         if (port < 1 || port > 65535) {
             throw new IllegalArgumentException(EXPORTER_PORT + " needs a port number between 1 and 65535, got " + port);
         }
+        String authentication = String.valueOf(configs.containsKey(AUTHENTICATION) ? configs.get(AUTHENTICATION) : "none").trim();
+        if (!authentication.equals("none") && !authentication.equals("delegation-token")) {
+            throw new IllegalArgumentException(AUTHENTICATION + " needs none or delegation-token, got '" + authentication + "'");
+        }
+        long tokenLifetime = longValue(configs, TOKEN_LIFETIME, 3_600_000, MILLIS);
+        if (tokenLifetime < 60_000) {
+            throw new IllegalArgumentException(TOKEN_LIFETIME + " needs at least 60000 (a minute), got " + tokenLifetime);
+        }
         Map<String, Object> transportKeys = new HashMap<>();
         configs.forEach((k, v) -> {
             if (k.startsWith(PREFIX) && !k.startsWith("rdma.fetch.") && !k.startsWith("rdma.exporter.") && v != null) {
@@ -59,7 +75,8 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
             }
         });
         return new RdmaConsumerConfig(enabled(configs), address == null ? null : ExporterConfig.parseAddress(address.toString().trim()),
-                (int) port, Duration.ofMillis(longValue(configs, FALLBACK_BACKOFF, 1000, MILLIS)),
+                (int) port, authentication.equals("delegation-token"), Duration.ofMillis(tokenLifetime),
+                Duration.ofMillis(longValue(configs, FALLBACK_BACKOFF, 1000, MILLIS)),
                 Duration.ofMillis(longValue(configs, POLL_INTERVAL, 5, MILLIS)),
                 booleanValue(configs, DECODE_AHEAD, true), TransportConfig.fromProperties(transportKeys, PREFIX));
     }

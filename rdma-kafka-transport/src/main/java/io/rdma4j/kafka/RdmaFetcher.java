@@ -17,6 +17,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.CorruptRecordException;
 import org.apache.kafka.common.errors.RecordDeserializationException;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
 import io.rdma4j.kafka.protocol.RecordBatchParser;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.utils.BufferSupplier;
@@ -117,17 +118,18 @@ final class RdmaFetcher implements AutoCloseable {
     private final boolean readCommitted;
 
     RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff) {
-        this(transport, ExporterLocator.fixed(exporter), reconnectBackoff, null, false, true, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES);
+        this(transport, ExporterLocator.fixed(exporter), null, reconnectBackoff, null, false, true, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES);
     }
 
-    RdmaFetcher(RdmaTransport transport, ExporterLocator locator, Duration reconnectBackoff, RdmaFetchMetrics metrics,
-                boolean readCommitted, boolean decodeAhead, long maxBytesAhead) {
+    /** @param credentials the token proved to exporters that check Kafka ACLs; null to prove none */
+    RdmaFetcher(RdmaTransport transport, ExporterLocator locator, DelegationTokenCredentials credentials, Duration reconnectBackoff,
+                RdmaFetchMetrics metrics, boolean readCommitted, boolean decodeAhead, long maxBytesAhead) {
         this.maxBytesAhead = maxBytesAhead;
         this.metrics = metrics;
         this.readCommitted = readCommitted;
         this.transport = transport;
         this.locator = locator;
-        this.connections = new ExporterConnections(transport, reconnectBackoff);
+        this.connections = new ExporterConnections(transport, reconnectBackoff, credentials);
         this.pool = transport.createBufferPool(PoolConfig.defaults());
         this.decoder = decodeAhead
                 ? Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("rdma4j-kafka-decoder").factory()) : null;
@@ -209,6 +211,8 @@ final class RdmaFetcher implements AutoCloseable {
                 drop(tp);
                 locator.leaderMoved(tp, e.leaderId);
                 LOG.debug("leader of {} moved to node {}; reading from its exporter", tp, e.leaderId);
+            } catch (TopicAuthorizationException e) {
+                return giveUp(tp, FallbackReason.NOT_AUTHORIZED, e.getMessage());
             } catch (CorruptRecordException e) {
                 crcFailures.increment();
                 if (metrics != null) {
@@ -479,6 +483,9 @@ final class RdmaFetcher implements AutoCloseable {
         directoryRequests.increment();
         SegmentDirectory.Response r = SegmentDirectory.Response.fromBytes(c.requestAndWait(RequestTypes.KAFKA_DIRECTORY,
                 ByteBuffer.wrap(new SegmentDirectory.Request(tp.topic(), tp.partition(), fromOffset).toBytes())));
+        if (r.status() == SegmentDirectory.Status.NOT_AUTHORIZED) {
+            throw new TopicAuthorizationException(target.address() + " serves " + tp.topic() + " only to consumers that may READ it");
+        }
         if (r.status() != SegmentDirectory.Status.OK || r.segments().isEmpty()) {
             drop(tp);
             return null;

@@ -108,7 +108,9 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                 ExporterLocator locator = rdmaConfig.exporterAddress() != null ? ExporterLocator.fixed(rdmaConfig.exporterAddress())
                         : ExporterLocator.perBroker(rdmaConfig.exporterPort(), java.util.Objects.toString(kafka.get(ConsumerConfig.CLIENT_RACK_CONFIG), null),
                         topic -> delegate.partitionsFor(topic, METADATA_WAIT));
-                f = new RdmaFetcher(t, locator, rdmaConfig.fallbackBackoff(), rdmaMetrics, readCommitted,
+                DelegationTokenCredentials credentials = rdmaConfig.delegationToken()
+                        ? new DelegationTokenCredentials(kafka, rdmaConfig.tokenLifetime(), rdmaConfig.fallbackBackoff()) : null;
+                f = new RdmaFetcher(t, locator, credentials, rdmaConfig.fallbackBackoff(), rdmaMetrics, readCommitted,
                         rdmaConfig.decodeAhead(), intValue(kafka, ConsumerConfig.FETCH_MAX_BYTES_CONFIG, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES));
             } catch (RuntimeException e) {
                 if (t != null) {

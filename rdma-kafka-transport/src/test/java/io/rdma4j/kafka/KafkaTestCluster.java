@@ -1,6 +1,11 @@
 package io.rdma4j.kafka;
 
 import io.rdma4j.kafka.exporter.ExporterConfig;
+import org.apache.kafka.clients.CommonClientConfigs;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.common.config.SaslConfigs;
+import org.apache.kafka.common.security.auth.SecurityProtocol;
+import org.apache.kafka.common.test.JaasUtils;
 import org.apache.kafka.common.test.KafkaClusterTestKit;
 import org.apache.kafka.common.test.TestKitNodes;
 
@@ -41,6 +46,28 @@ public final class KafkaTestCluster implements AutoCloseable {
                 .setNumControllerNodes(1).setPerServerProperties(perBroker).build(), extra);
     }
 
+    /**
+     * A cluster whose listeners are SASL_PLAINTEXT. The kit itself configures PLAIN with the users
+     * {@link JaasUtils#KAFKA_PLAIN_ADMIN plain-admin} (super user, also the inter-node principal) and
+     * {@link JaasUtils#KAFKA_PLAIN_USER1 plain-user1}, the StandardAuthorizer and
+     * {@code allow.everyone.if.no.acl.found=false}; this adds SCRAM-SHA-512 and delegation tokens (which authenticate
+     * with SCRAM). One combined node for one broker, else {@code brokers} brokers (ids 0, 1, ..., all advertising
+     * localhost) and one controller. The controller listener is SASL too: on a PLAINTEXT one the authorizer of a
+     * combined node denies User:ANONYMOUS the CLUSTER_ACTION of broker registration, and a controller apart without
+     * authorizer answers CreateAcls with SecurityDisabledException. A token reaches a broker's cache a few hundred ms
+     * after createDelegationToken returns. {@code extra}: further properties for all nodes.
+     */
+    public static KafkaTestCluster secured(int brokers, Map<String, String> extra) throws Exception {
+        Map<String, String> props = new HashMap<>();
+        props.put("delegation.token.secret.key", "rdma4j-test-delegation-token-secret");
+        props.put("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-512");
+        props.putAll(extra);
+        return new KafkaTestCluster(new TestKitNodes.Builder().setCombined(brokers == 1)
+                .setNumBrokerNodes(brokers).setNumControllerNodes(1)
+                .setBrokerSecurityProtocol(SecurityProtocol.SASL_PLAINTEXT)
+                .setControllerSecurityProtocol(SecurityProtocol.SASL_PLAINTEXT).build(), props);
+    }
+
     private KafkaTestCluster(TestKitNodes nodes, Map<String, String> extra) throws Exception {
         KafkaClusterTestKit.Builder builder = new KafkaClusterTestKit.Builder(nodes);
         extra.forEach(builder::setConfigProp);
@@ -62,6 +89,22 @@ public final class KafkaTestCluster implements AutoCloseable {
 
     public String bootstrap() {
         return kit.bootstrapServers();
+    }
+
+    /** Client properties for a {@link #secured} cluster: bootstrap, SASL_PLAINTEXT and PLAIN as {@code user}. */
+    public Map<String, Object> clientProps(String user, String password) {
+        Map<String, Object> p = new HashMap<>();
+        p.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        p.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, SecurityProtocol.SASL_PLAINTEXT.name);
+        p.put(SaslConfigs.SASL_MECHANISM, "PLAIN");
+        p.put(SaslConfigs.SASL_JAAS_CONFIG, "org.apache.kafka.common.security.plain.PlainLoginModule required"
+                + " username=\"" + user + "\" password=\"" + password + "\";");
+        return p;
+    }
+
+    /** An Admin of a {@link #secured} cluster's super user; the caller closes it. */
+    public Admin superAdmin() {
+        return Admin.create(clientProps(JaasUtils.KAFKA_PLAIN_ADMIN, JaasUtils.KAFKA_PLAIN_ADMIN_PASSWORD));
     }
 
     /** The first broker's log directories. */

@@ -65,7 +65,7 @@ final class RequestDispatcher {
         transport.completions().execute(() -> {
             CompletionStage<ByteBuffer> reply;
             try {
-                reply = handler.handle(request, new RequestContext(header.type(), peer));
+                reply = handler.handle(request, new RequestContext(header.type(), peer, connection));
                 if (reply == null) {
                     reply = CompletableFuture.failedFuture(new NullPointerException("the handler returned no reply stage"));
                 }

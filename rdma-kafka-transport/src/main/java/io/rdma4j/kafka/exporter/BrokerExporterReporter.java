@@ -57,6 +57,8 @@ public final class BrokerExporterReporter implements MetricsReporter {
         if (!props.containsKey(ExporterConfig.BOOTSTRAP)) {
             props.put(ExporterConfig.BOOTSTRAP, bootstrapFrom(configs));
         }
+        // A broker that checks ACLs gets an exporter that checks them too, unless told otherwise.
+        props.putIfAbsent(ExporterConfig.ACLS, String.valueOf(!string(configs, "authorizer.class.name", "").isEmpty()));
         ExporterConfig config = ExporterConfig.fromProperties(props);
         key = String.valueOf(props.get(ExporterConfig.LOG_DIRS));
         synchronized (RUNNING) {

@@ -24,12 +24,19 @@ import java.util.Properties;
  * <tr><td>rdma.exporter.retire.grace.ms</td><td>how long a replaced region stays readable (default 5000)</td></tr>
  * <tr><td>rdma.exporter.internal.topics</td><td>{@code true} to export Kafka's internal topics too (names starting
  *   with {@code __}: {@code __consumer_offsets}, {@code __transaction_state}, ...; default false)</td></tr>
+ * <tr><td>rdma.exporter.acls</td><td>{@code true}: serve a topic only to consumers whose Kafka principal has READ
+ *   on it, as the cluster's authorizer decides (consumers prove a delegation token; see {@link TopicReadAuthorizer});
+ *   default false, in plugin mode true when the broker has an {@code authorizer.class.name}</td></tr>
+ * <tr><td>rdma.exporter.acl.cache.ms</td><td>how long a decision per token and topic is kept (default 30000)</td></tr>
+ * <tr><td>rdma.exporter.token.mechanism</td><td>the SCRAM mechanism delegation tokens authenticate with
+ *   (default SCRAM-SHA-512)</td></tr>
  * <tr><td>rdma.exporter.admin.*</td><td>extra Admin client settings (security etc.)</td></tr>
  * <tr><td>rdma.&lt;transport key&gt;</td><td>see {@link TransportConfig#fromProperties}</td></tr>
  * </table>
  */
 public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSocketAddress listenAddress,
                              Duration watermarkInterval, Duration retireGrace, boolean exportInternalTopics,
+                             boolean acls, Duration aclCache, String tokenMechanism,
                              Map<String, Object> adminProperties, TransportConfig transport) {
 
     public static final String PREFIX = "rdma.exporter.";
@@ -39,6 +46,9 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
     public static final String INTERVAL = PREFIX + "watermark.interval.ms";
     public static final String GRACE = PREFIX + "retire.grace.ms";
     public static final String INTERNAL_TOPICS = PREFIX + "internal.topics";
+    public static final String ACLS = PREFIX + "acls";
+    public static final String ACL_CACHE = PREFIX + "acl.cache.ms";
+    public static final String TOKEN_MECHANISM = PREFIX + "token.mechanism";
     public static final String ADMIN_PREFIX = PREFIX + "admin.";
 
     public ExporterConfig {
@@ -50,6 +60,14 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
         }
         if (watermarkInterval.isNegative() || watermarkInterval.isZero()) {
             throw new IllegalArgumentException(INTERVAL + " must be positive");
+        }
+        String protocol = String.valueOf(adminProperties.getOrDefault("security.protocol", "PLAINTEXT")).trim();
+        if (acls && !protocol.toUpperCase(java.util.Locale.ROOT).startsWith("SASL_")) {
+            // Consumers' delegation tokens authenticate with SCRAM, which only a SASL listener takes.
+            throw new IllegalArgumentException(ACLS + "=true needs the exporter's Admin client on a SASL listener with "
+                    + tokenMechanism + " enabled: set " + ADMIN_PREFIX + "security.protocol=SASL_SSL or SASL_PLAINTEXT and the "
+                    + "matching " + ADMIN_PREFIX + "sasl.* keys, or " + ACLS + "=false to serve every exported topic to any "
+                    + "peer the rdma4j transport lets connect; the security protocol is " + protocol);
         }
         logDirs = List.copyOf(logDirs);
         adminProperties = Map.copyOf(adminProperties);
@@ -69,7 +87,9 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
         });
         return new ExporterConfig(logDirs, string(props, BOOTSTRAP, null), parseAddress(string(props, LISTEN, "127.0.0.1:9299")),
                 Duration.ofMillis(Long.parseLong(string(props, INTERVAL, "50"))),
-                Duration.ofMillis(Long.parseLong(string(props, GRACE, "5000"))), bool(props, INTERNAL_TOPICS), admin,
+                Duration.ofMillis(Long.parseLong(string(props, GRACE, "5000"))), bool(props, INTERNAL_TOPICS),
+                bool(props, ACLS), Duration.ofMillis(Long.parseLong(string(props, ACL_CACHE, "30000"))),
+                string(props, TOKEN_MECHANISM, "SCRAM-SHA-512"), admin,
                 TransportConfig.fromProperties(transportProps, "rdma."));
     }
 

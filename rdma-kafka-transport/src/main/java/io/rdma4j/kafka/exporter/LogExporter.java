@@ -4,7 +4,6 @@ import io.rdma4j.core.RdmaListener;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegisteredRegion;
 import io.rdma4j.core.RequestContext;
-import io.rdma4j.core.RequestHandler;
 import io.rdma4j.core.RequestHandlers;
 import io.rdma4j.core.RequestRefusedException;
 import io.rdma4j.core.RequestTypes;
@@ -33,12 +32,16 @@ import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -72,6 +75,8 @@ public final class LogExporter implements AutoCloseable {
     private final RdmaTransport transport;
     private final SegmentMapper mapper;
     private final Admin admin;
+    /** Null unless {@code rdma.exporter.acls=true}: then a topic is served only to consumers that may READ it. */
+    private final TopicReadAuthorizer authorizer;
     private final RdmaListener listener;
     private final ScheduledExecutorService refresher;
     private final Map<TopicPartition, PartitionExport> partitions = new ConcurrentHashMap<>();
@@ -118,9 +123,13 @@ public final class LogExporter implements AutoCloseable {
         adminProps.putIfAbsent(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "10000");
         adminProps.putIfAbsent(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
         this.admin = Admin.create(adminProps);
-        this.listener = transport.listen(config.listenAddress(),
-                RequestHandlers.of(RequestTypes.KAFKA_DIRECTORY, RequestHandler.answering(this::answer))
-                        .and(RequestTypes.KAFKA_ABORTED_TRANSACTIONS, RequestHandler.answering(this::answerAbortedTransactions)));
+        this.authorizer = config.acls() ? new TopicReadAuthorizer(admin, adminProps, config.tokenMechanism(), config.aclCache()) : null;
+        RequestHandlers handlers = RequestHandlers.of(RequestTypes.KAFKA_DIRECTORY, this::answerDirectory)
+                .and(RequestTypes.KAFKA_ABORTED_TRANSACTIONS, this::answerAbortedTransactions);
+        if (authorizer != null) {
+            handlers = handlers.and(RequestTypes.KAFKA_AUTHENTICATE, authorizer::authenticate);
+        }
+        this.listener = transport.listen(config.listenAddress(), handlers);
         this.refresher = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "rdma4j-log-exporter");
             t.setDaemon(true);
@@ -158,6 +167,21 @@ public final class LogExporter implements AutoCloseable {
     /** Aborted-transaction requests answered or refused so far (read_committed consumers ask them). */
     public long abortedTransactionRequests() {
         return abortedTransactionRequests.get();
+    }
+
+    /** Consumer connections that proved a delegation token ({@code rdma.exporter.acls=true}; 0 otherwise). */
+    public long authenticatedConnections() {
+        return authorizer == null ? 0 : authorizer.authenticated();
+    }
+
+    /** Delegation token proofs refused: no such live token, a wrong proof, or no challenge asked. */
+    public long rejectedTokenProofs() {
+        return authorizer == null ? 0 : authorizer.rejectedProofs();
+    }
+
+    /** Directory and aborted-transactions requests refused because the requester may not READ the topic. */
+    public long aclRefusals() {
+        return authorizer == null ? 0 : authorizer.refusals();
     }
 
     /** Admin requests per second since start: the broker-side cost of the watermark freshness. */
@@ -354,6 +378,9 @@ public final class LogExporter implements AutoCloseable {
             return;
         }
         try {
+            if (authorizer != null) {
+                authorizer.sweep();
+            }
             refresh();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -372,9 +399,36 @@ public final class LogExporter implements AutoCloseable {
         return partitions.get(new TopicPartition(topic, partition));
     }
 
-    private ByteBuffer answer(ByteBuffer message, RequestContext context) {
+    private CompletionStage<ByteBuffer> answerDirectory(ByteBuffer message, RequestContext context) {
         directoryRequests.incrementAndGet();
         SegmentDirectory.Request request = SegmentDirectory.Request.fromBytes(message);
+        return whenAllowed(context, request.topic(), () -> answer(request), denial -> new SegmentDirectory.Response(
+                SegmentDirectory.Status.NOT_AUTHORIZED, null, -1, java.util.List.of()).toBytes());
+    }
+
+    private CompletionStage<ByteBuffer> answerAbortedTransactions(ByteBuffer message, RequestContext context) {
+        abortedTransactionRequests.incrementAndGet();
+        AbortedTransactions.Request request = AbortedTransactions.Request.fromBytes(message);
+        return whenAllowed(context, request.topic(), () -> answer(request),
+                denial -> AbortedTransactions.Response.of(AbortedTransactions.Status.NOT_AUTHORIZED).toBytes());
+    }
+
+    /** {@code answer} where the requester may read {@code topic} (always without ACL checks), else {@code refusal}. */
+    private CompletionStage<ByteBuffer> whenAllowed(RequestContext context, String topic, Supplier<ByteBuffer> answer,
+                                                    Function<String, byte[]> refusal) {
+        if (authorizer == null) {
+            return CompletableFuture.completedFuture(answer.get());
+        }
+        return authorizer.denial(context, topic).thenApply(denial -> {
+            if (denial == null) {
+                return answer.get();
+            }
+            LOG.debug("refused {} to {}: {}", topic, context.peer().address(), denial);
+            return ByteBuffer.wrap(refusal.apply(denial));
+        });
+    }
+
+    private ByteBuffer answer(SegmentDirectory.Request request) {
         PartitionExport p = exportFor(request.topic(), request.partition());
         if (p == null) {
             return ByteBuffer.wrap(new SegmentDirectory.Response(SegmentDirectory.Status.UNKNOWN_PARTITION, null, -1,
@@ -383,9 +437,7 @@ public final class LogExporter implements AutoCloseable {
         return ByteBuffer.wrap(p.directory(request.fromOffset()).toBytes());
     }
 
-    private ByteBuffer answerAbortedTransactions(ByteBuffer message, RequestContext context) {
-        abortedTransactionRequests.incrementAndGet();
-        AbortedTransactions.Request request = AbortedTransactions.Request.fromBytes(message);
+    private ByteBuffer answer(AbortedTransactions.Request request) {
         PartitionExport p = exportFor(request.topic(), request.partition());
         if (p == null) {
             return ByteBuffer.wrap(AbortedTransactions.Response.of(AbortedTransactions.Status.UNKNOWN_PARTITION).toBytes());
@@ -416,6 +468,9 @@ public final class LogExporter implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         listener.close();
+        if (authorizer != null) {
+            authorizer.close();
+        }
         admin.close(java.time.Duration.ofSeconds(5));
         partitions.values().forEach(PartitionExport::close);
         partitions.clear();

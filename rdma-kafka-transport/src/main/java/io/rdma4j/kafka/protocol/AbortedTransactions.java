@@ -34,7 +34,12 @@ public final class AbortedTransactions {
         /** The range starts below the exported log (deleted by retention) or in no exported segment. */
         OFFSET_NOT_EXPORTED,
         /** A segment of the range is being replaced or deleted right now; asking again later answers. */
-        SEGMENTS_CHANGING
+        SEGMENTS_CHANGING,
+        /**
+         * The requester may not READ the topic (the exporter checks Kafka ACLs and the requester's delegation token
+         * owner lacks READ, or it proved no token); the consumer fetches through Kafka, which tells it the same.
+         */
+        NOT_AUTHORIZED
     }
 
     /** How many transactions a reply may hold so that it fits {@code maxMessageSize} bytes. */

@@ -28,7 +28,12 @@ public final class SegmentDirectory {
         /** The exporter does not export this partition (not on this broker, or not found yet). */
         UNKNOWN_PARTITION,
         /** The offset lies below the exported log (deleted by retention) or in no exported segment. */
-        OFFSET_NOT_EXPORTED
+        OFFSET_NOT_EXPORTED,
+        /**
+         * The requester may not READ the topic (the exporter checks Kafka ACLs and the requester's delegation token
+         * owner lacks READ, or it proved no token); the consumer fetches through Kafka, which tells it the same.
+         */
+        NOT_AUTHORIZED
     }
 
     public record Request(String topic, int partition, long fromOffset) {

@@ -1,0 +1,272 @@
+package io.rdma4j.kafka.exporter;
+
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RequestContext;
+import io.rdma4j.core.RequestRefusedException;
+import io.rdma4j.kafka.protocol.ExporterAuthentication;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeTopicsOptions;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.config.SaslConfigs;
+import org.apache.kafka.common.errors.AuthenticationException;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.apache.kafka.common.security.token.delegation.DelegationToken;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.ByteBuffer;
+import java.security.MessageDigest;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Lets a consumer connection read a topic only when the cluster's own authorizer gives the consumer's Kafka principal
+ * READ on it ({@code rdma.exporter.acls=true}).
+ *
+ * <p>Who the consumer is: it proves, per connection, that it holds a delegation token
+ * ({@link ExporterAuthentication}); the token's owner is its principal. The exporter learns the token's HMAC from the
+ * cluster with its own Admin client ({@code describeDelegationToken}, which needs DESCRIBE_TOKENS on the owners or a
+ * super user), so the credential never crosses the rdma4j connection. What it may read: the exporter authenticates to
+ * the cluster with that token (SCRAM, {@code tokenauth=true}) and describes the topic with its authorized operations,
+ * so the broker's authorizer, with every ACL, prefix, deny and super user it knows, decides for the token's owner.
+ * Decisions are kept per token and topic for {@code rdma.exporter.acl.cache.ms}: a READ granted or revoked counts from
+ * the next directory request after that.
+ */
+final class TopicReadAuthorizer implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(TopicReadAuthorizer.class);
+    /** A token client unused for this long is closed (its consumer went away or reads topics already decided). */
+    private static final long CLIENT_IDLE_NANOS = TimeUnit.SECONDS.toNanos(60);
+    /** Tokens with a client open at once: beyond it a new token is refused, so a flood of tokens costs bounded threads. */
+    static final int MAX_TOKEN_CLIENTS = 256;
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final Admin admin;
+    private final Map<String, Object> tokenClientBase;
+    private final String mechanism;
+    private final long decisionNanos;
+    private final Map<RdmaConnection, Session> sessions = new ConcurrentHashMap<>();
+    private final Map<String, TokenClient> clients = new ConcurrentHashMap<>();
+    private final AtomicLong authenticated = new AtomicLong();
+    private final AtomicLong rejectedProofs = new AtomicLong();
+    private final AtomicLong refusals = new AtomicLong();
+
+    /** What a connection proved: the nonce it was last given, then the token it holds. */
+    private static final class Session {
+        volatile byte[] nonce;
+        volatile Token token;
+    }
+
+    private record Token(String id, byte[] hmac, long expiresAtMillis, String owner) {
+    }
+
+    private record Decision(String denial, long validUntilNanos) {
+    }
+
+    /** The cluster as one token's owner sees it. */
+    private static final class TokenClient {
+        final Admin admin;
+        final Map<String, Decision> decisions = new ConcurrentHashMap<>();
+        volatile long lastUsedNanos = System.nanoTime();
+
+        TokenClient(Admin admin) {
+            this.admin = admin;
+        }
+    }
+
+    /**
+     * @param admin           the exporter's own Admin client: describes delegation tokens
+     * @param adminProperties its settings (bootstrap, security protocol, TLS, ...): token clients use them with the
+     *                        token's SCRAM login in place of the exporter's
+     */
+    TopicReadAuthorizer(Admin admin, Map<String, Object> adminProperties, String mechanism, Duration decisionTtl) {
+        this.admin = admin;
+        Map<String, Object> base = new HashMap<>(adminProperties);
+        base.keySet().removeIf(k -> k.startsWith("sasl.") && !k.startsWith("sasl.kerberos.") || k.equals(AdminClientConfig.CLIENT_ID_CONFIG));
+        base.put(AdminClientConfig.CLIENT_ID_CONFIG, "rdma4j-log-exporter-acl");
+        this.tokenClientBase = Map.copyOf(base);
+        this.mechanism = mechanism;
+        this.decisionNanos = decisionTtl.toNanos();
+    }
+
+    /** Connections that proved a token so far. */
+    long authenticated() {
+        return authenticated.get();
+    }
+
+    /** Proofs that named no live token or did not match its HMAC. */
+    long rejectedProofs() {
+        return rejectedProofs.get();
+    }
+
+    /** Directory and aborted-transactions requests refused for want of READ (or of a proven token). */
+    long refusals() {
+        return refusals.get();
+    }
+
+    /** Answers a {@code KAFKA_AUTHENTICATE} request. */
+    CompletionStage<ByteBuffer> authenticate(ByteBuffer body, RequestContext context) {
+        ExporterAuthentication.Request request = ExporterAuthentication.Request.fromBytes(body);
+        Session session = sessions.computeIfAbsent(context.connection(), c -> new Session());
+        if (request instanceof ExporterAuthentication.Challenge) {
+            byte[] nonce = new byte[ExporterAuthentication.NONCE_BYTES];
+            RANDOM.nextBytes(nonce);
+            session.nonce = nonce;
+            return CompletableFuture.completedFuture(ByteBuffer.wrap(nonce.clone()));
+        }
+        ExporterAuthentication.Proof proof = (ExporterAuthentication.Proof) request;
+        byte[] nonce = session.nonce;
+        session.nonce = null; // One proof per challenge: a failed guess costs the prover a new round trip.
+        if (nonce == null) {
+            rejectedProofs.incrementAndGet();
+            throw new RequestRefusedException("ask for a challenge before sending a proof");
+        }
+        return admin.describeDelegationToken().delegationTokens().toCompletionStage().thenApply(tokens -> {
+            Token token = live(tokens, proof.tokenId());
+            if (token == null || !MessageDigest.isEqual(ExporterAuthentication.proof(token.hmac(), nonce, token.id()), proof.proof())) {
+                rejectedProofs.incrementAndGet();
+                LOG.info("refused a delegation token proof from {}: {}", context.peer().address(),
+                        token == null ? "no live token " + proof.tokenId() : "the proof does not match token " + token.id());
+                throw new RequestRefusedException("the proof names no live delegation token of this cluster, or does not match it; "
+                        + "the consumer creates a new token and tries again");
+            }
+            session.token = token;
+            authenticated.incrementAndGet();
+            LOG.debug("{} proved delegation token {} of {}", context.peer().address(), token.id(), token.owner());
+            return ByteBuffer.allocate(0);
+        });
+    }
+
+    private static Token live(List<DelegationToken> tokens, String id) {
+        for (DelegationToken t : tokens) {
+            if (t.tokenInfo().tokenId().equals(id)) {
+                long expires = t.tokenInfo().expiryTimestamp();
+                return expires > System.currentTimeMillis()
+                        ? new Token(id, t.hmac(), expires, t.tokenInfo().owner().toString()) : null;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Completes with null when the connection may read {@code topic}, else with the reason it may not; fails with
+     * {@link RequestRefusedException} when the cluster cannot be asked now (nothing is decided then).
+     */
+    CompletionStage<String> denial(RequestContext context, String topic) {
+        Session session = sessions.get(context.connection());
+        Token token = session == null ? null : session.token;
+        if (token == null) {
+            return denied("this exporter serves only consumers that prove a delegation token: set "
+                    + "rdma.exporter.authentication=delegation-token on the consumer");
+        }
+        if (token.expiresAtMillis() <= System.currentTimeMillis()) {
+            return denied("delegation token " + token.id() + " expired; the consumer creates a new one");
+        }
+        TokenClient client = client(token);
+        if (client == null) {
+            return denied("this exporter has " + MAX_TOKEN_CLIENTS + " delegation tokens in use; try again later");
+        }
+        client.lastUsedNanos = System.nanoTime();
+        Decision known = client.decisions.get(topic);
+        if (known != null && known.validUntilNanos() - System.nanoTime() > 0) {
+            return known.denial() == null ? CompletableFuture.completedFuture(null) : denied(known.denial());
+        }
+        // The token is looked up again first: one expired or deleted since the proof must stop counting, and a client
+        // already connected with it would not notice (the broker checks a token when a connection authenticates).
+        return admin.describeDelegationToken().delegationTokens().toCompletionStage().thenCompose(tokens -> {
+            if (live(tokens, token.id()) == null) {
+                session.token = null;
+                closeClient(token.id());
+                return denied("delegation token " + token.id() + " expired or was deleted; the consumer creates a new one");
+            }
+            return client.admin.describeTopics(List.of(topic), new DescribeTopicsOptions().includeAuthorizedOperations(true))
+                    .topicNameValues().get(topic).toCompletionStage().handle((described, error) -> decide(client, token, topic, described, error));
+        });
+    }
+
+    private String decide(TokenClient client, Token token, String topic, TopicDescription described, Throwable error) {
+        String mayNotRead = token.owner() + " may not READ topic " + topic;
+        String denial;
+        if (error == null) {
+            Set<AclOperation> ops = described.authorizedOperations();
+            denial = ops != null && (ops.contains(AclOperation.READ) || ops.contains(AclOperation.ALL)) ? null : mayNotRead;
+        } else {
+            Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+            if (cause instanceof TopicAuthorizationException || cause instanceof UnknownTopicOrPartitionException) {
+                denial = mayNotRead;
+            } else if (cause instanceof AuthenticationException) {
+                // Not kept: a broker learns a new token a moment after it is created, so the next request asks again.
+                closeClient(token.id());
+                refusals.incrementAndGet();
+                return "the cluster did not take delegation token " + token.id() + " (yet): " + cause.getMessage();
+            } else {
+                throw new RequestRefusedException("cannot ask the cluster whether " + token.owner() + " may read "
+                        + topic + " (" + cause.getClass().getSimpleName() + "); fetch through Kafka meanwhile");
+            }
+        }
+        client.decisions.put(topic, new Decision(denial, System.nanoTime() + decisionNanos));
+        if (denial != null) {
+            refusals.incrementAndGet();
+        }
+        return denial;
+    }
+
+    private void closeClient(String tokenId) {
+        TokenClient c = clients.remove(tokenId);
+        if (c != null) {
+            c.admin.close(Duration.ZERO);
+        }
+    }
+
+    private CompletionStage<String> denied(String why) {
+        refusals.incrementAndGet();
+        return CompletableFuture.completedFuture(why);
+    }
+
+    private TokenClient client(Token token) {
+        TokenClient existing = clients.get(token.id());
+        if (existing != null || clients.size() >= MAX_TOKEN_CLIENTS) {
+            return existing;
+        }
+        return clients.computeIfAbsent(token.id(), id -> {
+            Map<String, Object> props = new HashMap<>(tokenClientBase);
+            props.put(SaslConfigs.SASL_MECHANISM, mechanism);
+            props.put(SaslConfigs.SASL_JAAS_CONFIG, "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""
+                    + id + "\" password=\"" + java.util.Base64.getEncoder().encodeToString(token.hmac()) + "\" tokenauth=\"true\";");
+            return new TokenClient(Admin.create(props));
+        });
+    }
+
+    /** Forgets closed connections and closes token clients nobody used for a minute; the exporter's refresher calls it. */
+    void sweep() {
+        sessions.keySet().removeIf(c -> !c.isOpen());
+        long now = System.nanoTime();
+        for (var it = clients.entrySet().iterator(); it.hasNext(); ) {
+            var e = it.next();
+            if (now - e.getValue().lastUsedNanos > CLIENT_IDLE_NANOS) {
+                it.remove();
+                e.getValue().admin.close(Duration.ofSeconds(1));
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        sessions.clear();
+        clients.values().forEach(c -> c.admin.close(Duration.ofSeconds(1)));
+        clients.clear();
+    }
+}

@@ -1,0 +1,304 @@
+package io.rdma4j.kafka;
+
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RemoteRequestException;
+import io.rdma4j.core.RequestTypes;
+import io.rdma4j.core.TransportConfig;
+import io.rdma4j.core.metrics.OperationType;
+import io.rdma4j.kafka.exporter.ExporterConfig;
+import io.rdma4j.kafka.exporter.LogExporter;
+import io.rdma4j.kafka.protocol.AbortedTransactions;
+import io.rdma4j.kafka.protocol.ExporterAuthentication;
+import io.rdma4j.kafka.protocol.SegmentDirectory;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ExpireDelegationTokenOptions;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.acl.AccessControlEntry;
+import org.apache.kafka.common.acl.AclBinding;
+import org.apache.kafka.common.acl.AclBindingFilter;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.acl.AclPermissionType;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
+import org.apache.kafka.common.resource.PatternType;
+import org.apache.kafka.common.resource.ResourcePattern;
+import org.apache.kafka.common.resource.ResourceType;
+import org.apache.kafka.common.security.token.delegation.DelegationToken;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.common.test.JaasUtils;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * A log exporter with {@code rdma.exporter.acls=true} on a SASL cluster with ACLs ({@link KafkaTestCluster#secured}):
+ * it serves a topic only to a connection that proved a delegation token whose owner has READ on it, as the cluster's
+ * own authorizer decides. Two brokers, every partition on both; {@code plain-user1} may READ {@value #GRANTED}, only
+ * DESCRIBE {@value #DENIED}.
+ */
+class ExporterAclTest {
+
+    static final String GRANTED = "acl-granted";
+    static final String DENIED = "acl-denied";
+    private static final String GROUP = "acl-group";
+    private static final int RECORDS = 1000;
+    private static final String USER1 = "User:" + JaasUtils.KAFKA_PLAIN_USER1;
+    private static final TopicPartition OFFSETS = new TopicPartition("__consumer_offsets", 0);
+
+    private static KafkaTestCluster cluster;
+    private static Admin admin;
+    private static LogExporter exporter;
+
+    @BeforeAll
+    static void start() throws Exception {
+        cluster = KafkaTestCluster.secured(2, Map.of());
+        admin = cluster.superAdmin();
+        admin.createTopics(List.of(new NewTopic(GRANTED, 2, (short) 2), new NewTopic(DENIED, 1, (short) 2))).all().get();
+        admin.createAcls(List.of(acl(ResourceType.TOPIC, GRANTED, AclOperation.READ), acl(ResourceType.TOPIC, DENIED, AclOperation.DESCRIBE),
+                acl(ResourceType.GROUP, GROUP, AclOperation.READ))).all().get();
+        Map<String, Object> p = cluster.clientProps(JaasUtils.KAFKA_PLAIN_ADMIN, JaasUtils.KAFKA_PLAIN_ADMIN_PASSWORD);
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+            for (int i = 0; i < RECORDS; i++) {
+                producer.send(new ProducerRecord<>(GRANTED, i % 2, "k" + i, "granted-" + i));
+                producer.send(new ProducerRecord<>(DENIED, 0, "k" + i, "denied-" + i));
+            }
+        }
+        Map<String, Object> c = new HashMap<>(p);
+        c.put(ConsumerConfig.GROUP_ID_CONFIG, "acl-admin-group");
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c, new StringDeserializer(), new StringDeserializer())) {
+            consumer.commitSync(Map.of(new TopicPartition(GRANTED, 0), new OffsetAndMetadata(1))); // __consumer_offsets exists
+        }
+        // Broker 0's log holds every partition (two replicas on two brokers); tokens are created and looked up through
+        // whichever broker a client picks, so each must have learnt them.
+        Map<String, Object> e = new HashMap<>(cluster.exporterProps(0, "127.0.0.1:0"));
+        e.put(ExporterConfig.ACLS, "true");
+        e.put(ExporterConfig.ACL_CACHE, "300");
+        p.forEach((k, v) -> e.put(ExporterConfig.ADMIN_PREFIX + k, v));
+        exporter = LogExporter.start(ExporterConfig.fromProperties(e));
+        exporter.refresh();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (exporter != null) exporter.close();
+        if (admin != null) admin.close();
+        if (cluster != null) cluster.close();
+    }
+
+    private static AclBinding acl(ResourceType type, String name, AclOperation op) {
+        return new AclBinding(new ResourcePattern(type, name, PatternType.LITERAL),
+                new AccessControlEntry(USER1, "*", op, AclPermissionType.ALLOW));
+    }
+
+    private static Map<String, Object> user1(boolean rdma, String authentication) {
+        Map<String, Object> p = cluster.clientProps(JaasUtils.KAFKA_PLAIN_USER1, JaasUtils.KAFKA_PLAIN_USER1_PASSWORD);
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        if (rdma) {
+            p.put("rdma.fetch.enabled", "true");
+            p.put("rdma.exporter.address", "127.0.0.1:" + exporter.address().getPort());
+            p.put("rdma.provider", "tcp");
+            p.put("rdma.fetch.fallback.backoff.ms", "200");
+            p.put(RdmaConsumerConfig.AUTHENTICATION, authentication);
+        }
+        return p;
+    }
+
+    @Test
+    void aConsumerWhosePrincipalMayReadGetsEveryRecordByRdma() {
+        Map<String, Object> props = user1(true, "delegation-token");
+        props.put(ConsumerConfig.GROUP_ID_CONFIG, GROUP);
+        long authenticated = exporter.authenticatedConnections();
+        try (RdmaKafkaConsumer<String, String> rdma = new RdmaKafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer());
+             KafkaConsumer<String, String> plain = new KafkaConsumer<>(user1(false, null), new StringDeserializer(), new StringDeserializer())) {
+            rdma.subscribe(List.of(GRANTED));
+            List<TopicPartition> tps = List.of(new TopicPartition(GRANTED, 0), new TopicPartition(GRANTED, 1));
+            plain.assign(tps);
+            Map<TopicPartition, List<String>> viaRdma = drain(rdma, RECORDS);
+            assertThat(viaRdma).isEqualTo(drain(plain, RECORDS));
+            assertThat(rdma.rdmaRecords()).as("records by RDMA, fallbacks %s", fallbacks(rdma)).isEqualTo(RECORDS);
+            assertThat(exporter.authenticatedConnections()).as("connections that proved a token").isGreaterThan(authenticated);
+        }
+    }
+
+    @Test
+    void aConsumerWithoutReadGetsKafkasAuthorizationErrorAndNoByteByRdma() {
+        long served = exporter.transport().metrics().servedBytes(OperationType.READ);
+        long refusals = exporter.aclRefusals();
+        try (RdmaKafkaConsumer<String, String> rdma = new RdmaKafkaConsumer<>(user1(true, "delegation-token"),
+                new StringDeserializer(), new StringDeserializer())) {
+            rdma.assign(List.of(new TopicPartition(DENIED, 0)));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            assertThatThrownBy(() -> {
+                while (System.nanoTime() - deadline < 0) {
+                    rdma.poll(Duration.ofMillis(200));
+                }
+            }).isInstanceOf(TopicAuthorizationException.class).hasMessageContaining(DENIED);
+            assertThat(rdma.rdmaRecords()).isZero();
+            assertThat(rdma.transportMetrics().snapshot(OperationType.READ).count()).as("RDMA READs of the consumer").isZero();
+            assertThat(fallbacks(rdma)).containsKey("not-authorized");
+        }
+        assertThat(exporter.transport().metrics().servedBytes(OperationType.READ)).as("bytes the exporter served").isEqualTo(served);
+        assertThat(exporter.aclRefusals()).isGreaterThan(refusals);
+    }
+
+    @Test
+    void aConsumerThatProvesNoTokenIsServedNothingAndReadsThroughKafka() {
+        try (RdmaKafkaConsumer<String, String> rdma = new RdmaKafkaConsumer<>(user1(true, "none"), new StringDeserializer(),
+                new StringDeserializer())) {
+            rdma.assign(List.of(new TopicPartition(GRANTED, 0), new TopicPartition(GRANTED, 1)));
+            assertThat(drain(rdma, RECORDS).values().stream().mapToInt(List::size).sum()).isEqualTo(RECORDS);
+            assertThat(rdma.rdmaRecords()).isZero();
+            assertThat(fallbacks(rdma)).containsKey("not-authorized");
+        }
+    }
+
+    @Test
+    void aRawPeerGetsNothingWithoutAProvenTokenWithReadAndLosesItWhenReadOrTheTokenGoes() throws Exception {
+        try (RdmaTransport peer = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
+             RdmaConnection c = peer.connect(exporter.address()).get(10, TimeUnit.SECONDS);
+             Admin asUser1 = Admin.create(user1(false, null))) {
+            assertThat(directory(c, GRANTED).status()).as("no token proven").isEqualTo(SegmentDirectory.Status.NOT_AUTHORIZED);
+            assertThat(AbortedTransactions.Response.fromBytes(c.requestAndWait(RequestTypes.KAFKA_ABORTED_TRANSACTIONS,
+                    ByteBuffer.wrap(new AbortedTransactions.Request(GRANTED, 0, 0, 10).toBytes())),
+                    new AbortedTransactions.Request(GRANTED, 0, 0, 10)).status()).isEqualTo(AbortedTransactions.Status.NOT_AUTHORIZED);
+
+            DelegationToken token = asUser1.createDelegationToken().delegationToken().get();
+            String id = token.tokenInfo().tokenId();
+            awaitKnown(id);
+            long rejected = exporter.rejectedTokenProofs();
+            assertRefused(c, new ExporterAuthentication.Proof(id, new byte[32]), "a proof without a challenge");
+            byte[] oldNonce = challenge(c);
+            assertRefused(c, new ExporterAuthentication.Proof(id, ExporterAuthentication.proof(new byte[64], oldNonce, id)),
+                    "a proof keyed by a forged HMAC");
+            byte[] nonce = challenge(c);
+            assertRefused(c, new ExporterAuthentication.Proof(id, ExporterAuthentication.proof(token.hmac(), oldNonce, id)),
+                    "a proof over a spent nonce");
+            assertRefused(c, new ExporterAuthentication.Proof("no-such-token", ExporterAuthentication.proof(token.hmac(), challenge(c),
+                    "no-such-token")), "a token id the cluster does not know");
+            assertThat(exporter.rejectedTokenProofs()).isEqualTo(rejected + 4);
+            assertThat(directory(c, GRANTED).status()).isEqualTo(SegmentDirectory.Status.NOT_AUTHORIZED);
+
+            nonce = challenge(c);
+            prove(c, token, nonce);
+            SegmentDirectory.Response granted = directory(c, GRANTED);
+            assertThat(granted.status()).isEqualTo(SegmentDirectory.Status.OK);
+            assertThat(granted.segments()).isNotEmpty();
+            assertThat(directory(c, DENIED).status()).as("DESCRIBE but not READ").isEqualTo(SegmentDirectory.Status.NOT_AUTHORIZED);
+
+            // READ revoked: refused once the decision kept (300 ms here) is over; READ given back: served again.
+            AclBinding read = acl(ResourceType.TOPIC, GRANTED, AclOperation.READ);
+            admin.deleteAcls(List.of(read.toFilter())).all().get();
+            try {
+                awaitStatus(c, SegmentDirectory.Status.NOT_AUTHORIZED, "after READ was revoked");
+            } finally {
+                admin.createAcls(List.of(read)).all().get();
+            }
+            awaitStatus(c, SegmentDirectory.Status.OK, "after READ was given back");
+
+            // The token expired by its owner: the connection's proof no longer counts.
+            asUser1.expireDelegationToken(token.hmac(), new ExpireDelegationTokenOptions().expiryTimePeriodMs(-1)).expiryTimestamp().get();
+            awaitStatus(c, SegmentDirectory.Status.NOT_AUTHORIZED, "after the token expired");
+            assertRefused(c, new ExporterAuthentication.Proof(id, ExporterAuthentication.proof(token.hmac(), challenge(c), id)),
+                    "the expired token proven again");
+        }
+    }
+
+    @Test
+    void internalTopicsStayUnexportedEvenForTheSuperUser() throws Exception {
+        try (RdmaTransport peer = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
+             RdmaConnection c = peer.connect(exporter.address()).get(10, TimeUnit.SECONDS)) {
+            DelegationToken token = admin.createDelegationToken().delegationToken().get();
+            awaitKnown(token.tokenInfo().tokenId());
+            prove(c, token, challenge(c));
+            assertThat(directory(c, GRANTED).status()).as("the super user reads every topic").isEqualTo(SegmentDirectory.Status.OK);
+            SegmentDirectory.Response offsets = directory(c, OFFSETS.topic());
+            assertThat(offsets.status()).isEqualTo(SegmentDirectory.Status.UNKNOWN_PARTITION);
+            assertThat(offsets.segments()).isEmpty();
+        }
+    }
+
+    private static void awaitKnown(String tokenId) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (admin.describeDelegationToken().delegationTokens().get().stream().noneMatch(t -> t.tokenInfo().tokenId().equals(tokenId))) {
+            assertThat(System.nanoTime()).as("token %s known to the broker within 10 s", tokenId).isLessThan(deadline);
+            Thread.sleep(50);
+        }
+    }
+
+    private static void awaitStatus(RdmaConnection c, SegmentDirectory.Status want, String when) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        SegmentDirectory.Status status;
+        while ((status = directory(c, GRANTED).status()) != want) {
+            assertThat(System.nanoTime()).as("%s %s within 15 s, still %s", GRANTED, want, status).isLessThan(deadline);
+            Thread.sleep(100);
+        }
+    }
+
+    private static byte[] challenge(RdmaConnection c) {
+        return ExporterAuthentication.nonce(c.requestAndWait(RequestTypes.KAFKA_AUTHENTICATE,
+                ByteBuffer.wrap(new ExporterAuthentication.Challenge().toBytes())));
+    }
+
+    private static void prove(RdmaConnection c, DelegationToken token, byte[] nonce) {
+        String id = token.tokenInfo().tokenId();
+        c.requestAndWait(RequestTypes.KAFKA_AUTHENTICATE, ByteBuffer.wrap(
+                new ExporterAuthentication.Proof(id, ExporterAuthentication.proof(token.hmac(), nonce, id)).toBytes()));
+    }
+
+    private static void assertRefused(RdmaConnection c, ExporterAuthentication.Proof proof, String what) {
+        assertThatThrownBy(() -> c.requestAndWait(RequestTypes.KAFKA_AUTHENTICATE, ByteBuffer.wrap(proof.toBytes()))).as(what)
+                .isInstanceOfSatisfying(RemoteRequestException.class,
+                        e -> assertThat(e.status()).isEqualTo(RemoteRequestException.Status.REFUSED));
+    }
+
+    private static SegmentDirectory.Response directory(RdmaConnection c, String topic) {
+        return SegmentDirectory.Response.fromBytes(c.requestAndWait(RequestTypes.KAFKA_DIRECTORY,
+                ByteBuffer.wrap(new SegmentDirectory.Request(topic, 0, 0).toBytes())));
+    }
+
+    private static Map<TopicPartition, List<String>> drain(Consumer<String, String> consumer, int count) {
+        Map<TopicPartition, List<String>> out = new TreeMap<>(java.util.Comparator.comparing(TopicPartition::toString));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        int seen = 0;
+        while (seen < count) {
+            assertThat(System.nanoTime()).as("%d of %d records within 60 s", seen, count).isLessThan(deadline);
+            for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(200))) {
+                out.computeIfAbsent(new TopicPartition(r.topic(), r.partition()), tp -> new ArrayList<>()).add(r.offset() + ":" + r.value());
+                seen++;
+            }
+        }
+        return out;
+    }
+
+    private static Map<String, Double> fallbacks(Consumer<?, ?> c) {
+        Map<String, Double> out = new TreeMap<>();
+        c.metrics().forEach((n, m) -> {
+            if (n.name().equals("fallbacks-total") && ((Number) m.metricValue()).doubleValue() > 0) {
+                out.put(n.tags().get("reason"), ((Number) m.metricValue()).doubleValue());
+            }
+        });
+        return out;
+    }
+}

@@ -1,0 +1,49 @@
+package io.rdma4j.kafka.protocol;
+
+import io.rdma4j.core.ProtocolException;
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class ExporterAuthenticationTest {
+
+    @Test
+    void requestsRoundTrip() {
+        assertThat(ExporterAuthentication.Request.fromBytes(ByteBuffer.wrap(new ExporterAuthentication.Challenge().toBytes())))
+                .isInstanceOf(ExporterAuthentication.Challenge.class);
+        byte[] proof = ExporterAuthentication.proof(new byte[] {1, 2, 3}, new byte[32], "tok");
+        var parsed = (ExporterAuthentication.Proof) ExporterAuthentication.Request.fromBytes(
+                ByteBuffer.wrap(new ExporterAuthentication.Proof("tok", proof).toBytes()));
+        assertThat(parsed.tokenId()).isEqualTo("tok");
+        assertThat(parsed.proof()).isEqualTo(proof);
+    }
+
+    @Test
+    void theProofDependsOnKeyNonceAndTokenId() {
+        byte[] nonce = new byte[32];
+        byte[] base = ExporterAuthentication.proof(new byte[] {1}, nonce, "a");
+        byte[] otherNonce = nonce.clone();
+        otherNonce[0] = 1;
+        assertThat(base).hasSize(32)
+                .isNotEqualTo(ExporterAuthentication.proof(new byte[] {2}, nonce, "a"))
+                .isNotEqualTo(ExporterAuthentication.proof(new byte[] {1}, otherNonce, "a"))
+                .isNotEqualTo(ExporterAuthentication.proof(new byte[] {1}, nonce, "b"));
+    }
+
+    @Test
+    void malformedRequestsAreProtocolErrors() {
+        byte[] proof = new ExporterAuthentication.Proof("tok", new byte[32]).toBytes();
+        for (byte[] bad : new byte[][] {
+                {}, {9}, {1, 0}, Arrays.copyOf(proof, proof.length - 1), Arrays.copyOf(proof, proof.length + 1),
+                ByteBuffer.allocate(3 + 32).put((byte) 2).putShort((short) 0).array(),
+                ByteBuffer.allocate(3).put((byte) 2).putShort((short) 0xffff).array()}) {
+            assertThatThrownBy(() -> ExporterAuthentication.Request.fromBytes(ByteBuffer.wrap(bad)))
+                    .as(Arrays.toString(bad)).isInstanceOf(ProtocolException.class);
+        }
+        assertThatThrownBy(() -> ExporterAuthentication.nonce(ByteBuffer.allocate(31))).isInstanceOf(ProtocolException.class);
+    }
+}
