@@ -14,13 +14,16 @@ import scala.runtime.AbstractPartialFunction;
 import scala.runtime.BoxedUnit;
 
 import java.net.InetSocketAddress;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Where each executor's rdma4j listener is. Executors listen on a free port and register it, with the provider
- * their transport runs on, with the driver over Spark's own RPC; the driver logs each executor's provider once.
- * Reducers look peers up by executor id (and cache the answer).
+ * Where each executor's rdma4j listener is, and its block manager's local directories. Executors listen on a free port
+ * and register it, with the provider their transport runs on and their local directories, with the driver over Spark's
+ * own RPC; the driver logs each executor's provider once. Reducers look peers up by executor id (and cache the
+ * answer): the address to read a peer's map outputs by RDMA, the directories to read them from its files when it runs
+ * on the same host ({@code spark.shuffle.readHostLocalDisk}).
  */
 final class EndpointRegistry {
 
@@ -36,7 +39,15 @@ final class EndpointRegistry {
 
     private static final Logger LOG = LoggerFactory.getLogger(EndpointRegistry.class);
 
-    private record Location(String host, int port) { }
+    /** Separates local directories in messages (no path holds it). */
+    private static final String DIRS_SEPARATOR = "\u0000";
+
+    /** An executor's endpoint and local directories (empty when it registered none). */
+    record Location(String host, int port, List<String> localDirs) {
+        InetSocketAddress address() {
+            return new InetSocketAddress(host, port);
+        }
+    }
 
     /** Runs on the driver. */
     static final class DriverEndpoint implements ThreadSafeRpcEndpoint {
@@ -68,7 +79,8 @@ final class EndpointRegistry {
                     }
                     String[] parts = ((String) message).split("\n", -1);
                     if (parts[0].equals(REGISTER.strip())) {
-                        locations.put(parts[1], new Location(parts[2], Integer.parseInt(parts[3])));
+                        List<String> dirs = parts.length > 5 && !parts[5].isEmpty() ? List.of(parts[5].split(DIRS_SEPARATOR)) : List.of();
+                        locations.put(parts[1], new Location(parts[2], Integer.parseInt(parts[3]), dirs));
                         String provider = parts.length > 4 ? parts[4] : "unknown";
                         if (!provider.equals(providers.put(parts[1], provider))) {
                             LOG.info("rdma4j shuffle: executor {} serves map outputs at {}:{} on provider {}", parts[1], parts[2],
@@ -85,7 +97,7 @@ final class EndpointRegistry {
                         context.reply(Boolean.TRUE);
                     } else {
                         Location l = locations.get(parts[1]);
-                        context.reply(l == null ? "" : l.host() + "\n" + l.port());
+                        context.reply(l == null ? "" : l.host() + "\n" + l.port() + "\n" + String.join(DIRS_SEPARATOR, l.localDirs()));
                     }
                     @SuppressWarnings("unchecked")
                     B1 unit = (B1) BoxedUnit.UNIT;
@@ -96,7 +108,7 @@ final class EndpointRegistry {
     }
 
     private final RpcEndpointRef driver;
-    private final Map<String, InetSocketAddress> cache = new ConcurrentHashMap<>();
+    private final Map<String, Location> cache = new ConcurrentHashMap<>();
 
     private EndpointRegistry(RpcEndpointRef driver) {
         this.driver = driver;
@@ -112,10 +124,13 @@ final class EndpointRegistry {
         return new EndpointRegistry(RpcUtils.makeDriverRef(ENDPOINT_NAME, env.conf(), env.rpcEnv()));
     }
 
-    /** Registers this executor's endpoint and {@code provider} (what its transport runs on, and why). */
-    void register(String executorId, InetSocketAddress address, String provider) {
+    /**
+     * Registers this executor's endpoint, {@code provider} (what its transport runs on, and why) and its block
+     * manager's local directories (where its map outputs are).
+     */
+    void register(String executorId, InetSocketAddress address, String provider, List<String> localDirs) {
         driver.askSync(REGISTER + executorId + "\n" + address.getHostString() + "\n" + address.getPort() + "\n"
-                + provider.replace('\n', ' '), ClassTag$.MODULE$.apply(Boolean.class));
+                + provider.replace('\n', ' ') + "\n" + String.join(DIRS_SEPARATOR, localDirs), ClassTag$.MODULE$.apply(Boolean.class));
     }
 
     /** Tells the driver that this executor's transport could not start, and why (its shuffle falls back to Spark's). */
@@ -123,9 +138,9 @@ final class EndpointRegistry {
         driver.askSync(UNAVAILABLE + executorId + "\n" + why.replace('\n', ' '), ClassTag$.MODULE$.apply(Boolean.class));
     }
 
-    /** The peer's rdma4j address, or null when that executor has no rdma4j endpoint. */
-    InetSocketAddress lookup(String executorId) {
-        InetSocketAddress known = cache.get(executorId);
+    /** Where the peer is, or null when that executor has no rdma4j endpoint. */
+    Location lookup(String executorId) {
+        Location known = cache.get(executorId);
         if (known != null) {
             return known;
         }
@@ -133,10 +148,11 @@ final class EndpointRegistry {
         if (location.isEmpty()) {
             return null;
         }
-        String[] hostPort = location.split("\n");
-        InetSocketAddress address = new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1]));
-        cache.put(executorId, address);
-        return address;
+        String[] parts = location.split("\n", -1);
+        List<String> dirs = parts.length > 2 && !parts[2].isEmpty() ? List.of(parts[2].split(DIRS_SEPARATOR)) : List.of();
+        Location l = new Location(parts[0], Integer.parseInt(parts[1]), dirs);
+        cache.put(executorId, l);
+        return l;
     }
 
     void forget(String executorId) {

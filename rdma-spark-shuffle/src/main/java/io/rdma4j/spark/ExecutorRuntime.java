@@ -10,6 +10,7 @@ import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.pool.RegisteredBufferPool;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
+import org.apache.spark.storage.BlockManagerId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,11 +40,15 @@ final class ExecutorRuntime implements AutoCloseable {
     final String executorId;
     private final RdmaListener listener;
     private final EndpointRegistry registry;
+    /** This executor's block manager host: peers registered with it run on this host. */
+    private final String host;
+    /** Spark's {@code spark.diskStore.subDirectories}, which places map output files under a local directory. */
+    final int subDirsPerLocalDir;
     private final Map<String, RdmaConnection> connections = new ConcurrentHashMap<>();
     private final Map<DescribedKey, DescribeMapOutputs.MapOutput> described = new ConcurrentHashMap<>();
 
     private ExecutorRuntime(RdmaShuffleConf conf, RdmaTransport transport, RegisteredBufferPool pool, MapOutputPublisher publisher,
-                            String executorId, RdmaListener listener, EndpointRegistry registry) {
+                            String executorId, RdmaListener listener, EndpointRegistry registry, String host, int subDirsPerLocalDir) {
         this.conf = conf;
         this.transport = transport;
         this.pool = pool;
@@ -51,6 +56,8 @@ final class ExecutorRuntime implements AutoCloseable {
         this.executorId = executorId;
         this.listener = listener;
         this.registry = registry;
+        this.host = host;
+        this.subDirsPerLocalDir = subDirsPerLocalDir;
     }
 
     static ExecutorRuntime start(RdmaShuffleConf conf, SparkEnv env, IndexShuffleBlockResolver resolver) {
@@ -67,11 +74,13 @@ final class ExecutorRuntime implements AutoCloseable {
                     RequestHandlers.of(RequestTypes.SPARK_DESCRIBE_MAP_OUTPUTS, RequestHandler.answering(publisher::describe)));
             EndpointRegistry registry = EndpointRegistry.connect(env);
             String executorId = env.executorId();
-            registry.register(executorId, listener.localAddress(), transport.selection().toString());
+            registry.register(executorId, listener.localAddress(), transport.selection().toString(),
+                    List.of(env.blockManager().diskBlockManager().localDirsString()));
             LOG.info("rdma4j shuffle: executor {} serves map outputs at {} on provider {}; {}", executorId,
                     listener.localAddress(), transport.selection(), ShuffleSecurity.describe(env.conf(), secured));
             RdmaShuffleMetrics.transport(transport);
-            return new ExecutorRuntime(conf, transport, pool, publisher, executorId, listener, registry);
+            return new ExecutorRuntime(conf, transport, pool, publisher, executorId, listener, registry,
+                    env.blockManager().blockManagerId().host(), env.blockManager().diskBlockManager().subDirsPerLocalDir());
         } catch (RuntimeException | Error e) {
             transport.close();
             throw e;
@@ -103,7 +112,8 @@ final class ExecutorRuntime implements AutoCloseable {
         }
         InetSocketAddress address;
         try {
-            address = registry.lookup(peerExecutorId);
+            EndpointRegistry.Location location = registry.lookup(peerExecutorId);
+            address = location == null ? null : location.address();
         } catch (RuntimeException e) {
             throw new PeerUnreachableException(peerExecutorId, "cannot ask the driver where executor " + peerExecutorId + " listens: " + e, e);
         }
@@ -127,6 +137,24 @@ final class ExecutorRuntime implements AutoCloseable {
                 Thread.currentThread().interrupt();
                 throw new PeerUnreachableException(peerExecutorId, "interrupted while connecting to executor " + peerExecutorId, e);
             }
+        }
+    }
+
+    /**
+     * The local directories of {@code peer} when its map outputs are to be read from its files: it runs on this
+     * executor's host and {@code spark.shuffle.readHostLocalDisk} is on (Spark's default); null otherwise, or when the
+     * driver cannot say.
+     */
+    List<String> hostLocalDirs(BlockManagerId peer) {
+        if (!conf.readHostLocalDisk() || !peer.host().equals(host)) {
+            return null;
+        }
+        try {
+            EndpointRegistry.Location location = registry.lookup(peer.executorId());
+            return location == null || location.localDirs().isEmpty() ? null : location.localDirs();
+        } catch (RuntimeException e) {
+            LOG.debug("rdma4j shuffle: no local directories of executor {}: {}", peer.executorId(), e.toString());
+            return null;
         }
     }
 

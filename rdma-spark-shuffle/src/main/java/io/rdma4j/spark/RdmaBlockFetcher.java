@@ -35,7 +35,8 @@ import java.util.zip.Checksum;
 
 /**
  * Yields the blocks a reduce task needs as streams over native memory. Local map outputs are read from
- * this executor's own mapped files; remote ones by one-sided RDMA READ: first the needed index (and
+ * this executor's own mapped files, those of other executors on this host from their files
+ * ({@link HostLocalMapOutputs}, with {@code spark.shuffle.readHostLocalDisk}); remote ones by one-sided RDMA READ: first the needed index (and
  * checksum) entries of every map output, then each map output's byte range for the requested partitions
  * (adjacent partitions of one map output are one read; small map outputs are batched into one pooled
  * buffer), with at most {@code max-bytes-in-flight} requested and not yet consumed.
@@ -103,6 +104,8 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     private int planning;
     private long bytesInFlight;
     private boolean closed;
+    /** Maps the files of executors on this host; created by the first such peer. */
+    private HostLocalMapOutputs hostLocal;
 
     RdmaBlockFetcher(ExecutorRuntime runtime, int shuffleId, TaskContext context, ShuffleReadMetricsReporter metrics,
                      SerializerManager serializerManager) {
@@ -123,7 +126,7 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         long startNanos = System.nanoTime();
         for (Tuple2<BlockManagerId, List<Wanted>> group : blocksByAddress) {
             BlockManagerId peer = group._1();
-            if (!peer.executorId().equals(runtime.executorId)) {
+            if (!peer.executorId().equals(runtime.executorId) && !readHostLocal(peer, group._2())) {
                 RdmaConnection connection = runtime.connection(peer.executorId());
                 remotePlans.add(() -> planRemote(peer, connection, group._2()));
             }
@@ -140,6 +143,24 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
                 planLocal(group._1(), group._2());
             }
         }
+    }
+
+    /**
+     * Reads {@code peer}'s blocks from its files when it runs on this host (Spark's default); false when it does not,
+     * or its files cannot be read (they are then read through the transport).
+     */
+    private boolean readHostLocal(BlockManagerId peer, List<Wanted> wanted) {
+        List<String> dirs = runtime.hostLocalDirs(peer);
+        if (dirs != null && hostLocal == null) {
+            hostLocal = new HostLocalMapOutputs(shuffleId, runtime.subDirsPerLocalDir);
+        }
+        List<HostLocalMapOutputs.Block> blocks = dirs == null ? null : hostLocal.readOrNull(peer.executorId(), dirs, wanted);
+        if (blocks == null) {
+            return false;
+        }
+        blocks.forEach(b -> ready.add(new Ready(b.blockId(), b.bytes(), null, false)));
+        RdmaShuffleMetrics.HOST_LOCAL_BLOCKS.inc(blocks.size());
+        return true;
     }
 
     private static Map<Long, List<Wanted>> byMap(List<Wanted> wanted) {
@@ -508,6 +529,9 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             ready.clear();
         }
         toRelease.forEach(SharedBuffer::abandonBlocks);
+        if (hostLocal != null) {
+            hostLocal.close();
+        }
         Arrival a;
         while ((a = arrivals.poll()) != null) {
             if (a instanceof Completed c) {

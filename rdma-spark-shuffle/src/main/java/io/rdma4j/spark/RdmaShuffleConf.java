@@ -53,11 +53,14 @@ public record RdmaShuffleConf(
         Fallback fallback,
         boolean eagerRegistration,
         boolean checksumEnabled,
-        String checksumAlgorithm) {
+        String checksumAlgorithm,
+        boolean readHostLocalDisk) {
 
     public static final String PREFIX = "spark.shuffle.rdma.";
     /** Spark's own in-flight bound, the default of {@code maxBytesInFlight}. */
     static final String SPARK_MAX_SIZE_IN_FLIGHT = "spark.reducer.maxSizeInFlight";
+    /** Spark's switch for reading the map outputs of executors on the same host from their files. */
+    public static final String SPARK_READ_HOST_LOCAL_DISK = "spark.shuffle.readHostLocalDisk";
 
     /** Every key under {@link #PREFIX}, as users write them. */
     static final List<String> KEYS = List.of(
@@ -128,7 +131,9 @@ public record RdmaShuffleConf(
         return new RdmaShuffleConf(transport, inFlight, slab, bytes(options, "bufferPoolMaxBytes", "256m"), fb,
                 registration.equals("eager"),
                 conf.getBoolean("spark.shuffle.checksum.enabled", true),
-                conf.get("spark.shuffle.checksum.algorithm", "ADLER32").trim().toUpperCase(Locale.ROOT));
+                conf.get("spark.shuffle.checksum.algorithm", "ADLER32").trim().toUpperCase(Locale.ROOT),
+                // Spark's own switch, with Spark's default: blocks of executors on this host are read from their files.
+                conf.getBoolean(SPARK_READ_HOST_LOCAL_DISK, true) && !conf.getBoolean("spark.shuffle.useOldFetchProtocol", false));
     }
 
     /**

@@ -32,6 +32,7 @@ final class RdmaShuffleMetrics {
     }
 
     static final Counter BLOCKS_FETCHED = new Counter();
+    static final Counter HOST_LOCAL_BLOCKS = new Counter();
     static final Counter MAP_OUTPUTS_REGISTERED = new Counter();
     static final Timer REGISTRATION_TIME = new Timer();
     private static final Counter[] FALLBACKS = new Counter[FallbackReason.values().length];
@@ -69,13 +70,15 @@ final class RdmaShuffleMetrics {
     /**
      * Registers the metrics under their names: {@code bytesRead}, {@code reads} (RDMA READs issued by this executor's
      * transport, index and checksum reads included), {@code blocksFetched} (blocks handed to Spark from peers by
-     * RDMA), {@code fallbacks.<reason>}, {@code mapOutputsRegistered}, {@code registrationTime} and
+     * RDMA), {@code hostLocalBlocks} (blocks read from the files of executors on the same host),
+     * {@code fallbacks.<reason>}, {@code mapOutputsRegistered}, {@code registrationTime} and
      * {@code provider.<name>} (1 for the provider in use).
      */
     static void registerIn(MetricRegistry registry) {
         registry.register("bytesRead", reads(true));
         registry.register("reads", reads(false));
         registry.register("blocksFetched", BLOCKS_FETCHED);
+        registry.register("hostLocalBlocks", HOST_LOCAL_BLOCKS);
         for (FallbackReason reason : FallbackReason.values()) {
             registry.register("fallbacks." + reason.metricName, FALLBACKS[reason.ordinal()]);
         }

@@ -26,12 +26,18 @@ public final class LocalCluster {
         return testClasses().getParent();
     }
 
-    /** The conf of a local-cluster[2,1,1024] app using rdma4j's shuffle on the tcp provider. */
+    /**
+     * The conf of a local-cluster[2,1,1024] app using rdma4j's shuffle on the tcp provider. Both executors run on this
+     * host, so with Spark's default each would read the other's map outputs from its files: host-local reads are off
+     * here, and the executors read each other's blocks through the transport ({@code RdmaShuffleHostLocalTest} turns
+     * them on).
+     */
     public static SparkConf rdmaConf(String appName) {
         return baseConf(appName)
                 .set("spark.shuffle.manager", RdmaShuffleManager.class.getName())
                 .set("spark.shuffle.rdma.provider", "tcp")
-                .set("spark.shuffle.rdma.fallback", "fail");
+                .set("spark.shuffle.rdma.fallback", "fail")
+                .set(RdmaShuffleConf.SPARK_READ_HOST_LOCAL_DISK, "false");
     }
 
     public static SparkConf baseConf(String appName) {

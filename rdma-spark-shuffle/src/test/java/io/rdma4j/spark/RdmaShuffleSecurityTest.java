@@ -75,8 +75,9 @@ class RdmaShuffleSecurityTest {
 
             MapStatus status = Arrays.stream(((MapOutputTrackerMaster) SparkEnv.get().mapOutputTracker())
                     .shuffleStatuses().get(0).get().mapStatuses()).filter(s -> s != null).findFirst().orElseThrow();
-            InetSocketAddress executor = EndpointRegistry.connect(SparkEnv.get()).lookup(status.location().executorId());
-            assertThat(executor).as("the executor registered its endpoint").isNotNull();
+            EndpointRegistry.Location registered = EndpointRegistry.connect(SparkEnv.get()).lookup(status.location().executorId());
+            assertThat(registered).as("the executor registered its endpoint").isNotNull();
+            InetSocketAddress executor = registered.address();
 
             try (Arena arena = Arena.ofShared();
                  RdmaTransport plain = RdmaTransport.open(tcp().build());

@@ -64,6 +64,8 @@ class RdmaShuffleSparkSubmitTest {
             submit.addAll(0, List.of("--master", masterUrl));
             submit.addAll(List.of(
                     "--conf", "spark.shuffle.rdma.fallback=fail",
+                    // Worker and executors share this host: through the transport, not each other's files.
+                    "--conf", "spark.shuffle.readHostLocalDisk=false",
                     "--conf", "spark.executor.cores=1",
                     "--conf", "spark.cores.max=" + EXECUTORS,
                     "--conf", "spark.executor.memory=512m",

@@ -35,7 +35,10 @@ public final class SparkShuffleSample {
                 .set("spark.shuffle.manager", LocalSparkCluster.SHUFFLE_MANAGER)
                 .set("spark.shuffle.rdma.provider", System.getProperty("rdma4j.provider", "auto"))
                 // No silent detour through Spark's own block transfer: the demo shows rdma4j or fails.
-                .set("spark.shuffle.rdma.fallback", "fail");
+                .set("spark.shuffle.rdma.fallback", "fail")
+                // Both executors run on this host: Spark's default would read each other's map outputs from their
+                // files, as on any host. The demo reads them through the transport, as executors on two hosts do.
+                .set("spark.shuffle.readHostLocalDisk", "false");
         // Executors run on this host, so they make the same choice auto-detection makes here.
         System.out.println("[spark-demo] rdma4j provider: " + RdmaTransport.explain(
                 TransportConfig.fromProperties(java.util.Map.of("p.provider", conf.get("spark.shuffle.rdma.provider")), "p.")));

@@ -2,121 +2,226 @@ package io.rdma4j.it.bench.spark;
 
 import io.rdma4j.it.spark.LocalSparkCluster;
 import org.apache.spark.SparkConf;
+import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
-import org.apache.spark.scheduler.SparkListener;
-import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
 import scala.Tuple2;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.ToLongFunction;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.count;
+import static org.apache.spark.sql.functions.sum;
+
 /**
- * Sorts generated records (same seed, same data) on local-cluster[2,1,mem] twice in one run: with
- * rdma4j's shuffle and with Spark's default sort shuffle, and prints job time, total fetch wait and
- * shuffle bytes of each, and the ratios. Arguments: shaded jar, GiB of records (default 1), provider.
+ * A mix of shuffle-heavy jobs on local-cluster[2,1,3072], with rdma4j's shuffle and with Spark's default sort
+ * shuffle, each with {@code spark.shuffle.readHostLocalDisk} on (Spark's default: both executors share this host, so
+ * each reads the other's map outputs from its files) and off (every block between the executors goes through the
+ * shuffle's transport: rdma4j's, or Spark's Netty block transfer). After a warm-up app, each set-up runs as two apps
+ * (the second pass in reverse order) of {@code rounds} rounds; prints per job the fastest run of each set-up, the
+ * ratios rdma4j/Spark and the total. Every job's result is checked to be the same
+ * across the four set-ups. Arguments: shaded jar and job jar (comma-separated), scale (default 1), provider (tcp),
+ * rounds per app (2).
  */
 public final class SparkShuffleBench {
 
     private static final int RECORD_BYTES = 100; // 10-byte key + 90-byte value, as in TeraSort
 
-    record Result(long millis, long fetchWaitMillis, long shuffleBytes, long checksum) { }
+    /** One job of the mix: returns a checksum of its result, the same for every shuffle. */
+    private record Job(String name, ToLongFunction<SparkSession> run) { }
 
-    public static void main(String[] args) throws Exception {
-        String sparkJars = args[0]; // comma-separated: the shaded rdma4j jar and the job's own jar
-        double gib = args.length > 1 ? Double.parseDouble(args[1]) : 1.0;
+    private record Setup(String name, boolean rdma, boolean hostLocal, String provider) { }
+
+    public static void main(String[] args) {
+        String sparkJars = args[0];
+        double scale = args.length > 1 ? Double.parseDouble(args[1]) : 1.0;
         String provider = args.length > 2 ? args[2] : "tcp";
-        long records = (long) (gib * (1L << 30) / RECORD_BYTES);
         int rounds = args.length > 3 ? Integer.parseInt(args[3]) : 2;
-        // Alternating order (rdma, spark, spark, rdma, ...) so that warm-up and a busy shared machine
-        // do not favour one side; each side's best run is compared.
-        List<Result> rdmaRuns = new ArrayList<>();
-        List<Result> sparkRuns = new ArrayList<>();
-        for (int round = 0; round < rounds; round++) {
-            boolean rdmaFirst = round % 2 == 0;
-            for (boolean rdma : new boolean[] {rdmaFirst, !rdmaFirst}) {
-                Result r = run(sparkJars, records, rdma, provider);
-                (rdma ? rdmaRuns : sparkRuns).add(r);
-                System.out.printf("run %d %s: job %d ms, fetch wait %d ms, shuffle read %d MiB%n", round,
-                        rdma ? "rdma4j(" + provider + ")" : "spark", r.millis(), r.fetchWaitMillis(), r.shuffleBytes() >> 20);
-            }
+        List<Job> jobs = jobs(scale);
+        List<Setup> setups = List.of(new Setup("rdma4j(" + provider + ") host-local on", true, true, provider),
+                new Setup("spark host-local on", false, true, null), new Setup("spark host-local off", false, false, null),
+                new Setup("rdma4j(" + provider + ") host-local off", true, false, provider));
+        Map<Setup, long[]> best = new LinkedHashMap<>();
+        long[] checksums = new long[jobs.size()];
+        // A warm-up app first (its times are not counted): the driver JVM is shared by every app, so the first one
+        // would pay its JIT warm-up (SQL planning and code generation run on the driver). Then two passes over the
+        // set-ups, the second in reverse order, so that neither side always runs early or late.
+        run(sparkJars, new Setup("warm-up (spark host-local on)", false, true, null), jobs, 1, checksums, true);
+        List<Setup> order = new ArrayList<>(setups);
+        order.addAll(setups.reversed());
+        for (Setup setup : order) {
+            long[] millis = run(sparkJars, setup, jobs, rounds, checksums, false);
+            best.merge(setup, millis, (a, b) -> {
+                long[] min = a.clone();
+                for (int j = 0; j < min.length; j++) {
+                    min[j] = Math.min(a[j], b[j]);
+                }
+                return min;
+            });
         }
-        long checksum = rdmaRuns.getFirst().checksum();
-        for (Result r : rdmaRuns.size() > 0 ? concat(rdmaRuns, sparkRuns) : sparkRuns) {
-            if (r.checksum() != checksum) {
-                throw new IllegalStateException("runs sorted different data: " + rdmaRuns + " vs " + sparkRuns);
-            }
+        System.out.printf("%nscale %.2f, fastest of %d runs per job (2 apps x %d rounds; ms), ratios rdma4j/spark%n", scale, 2 * rounds, rounds);
+        System.out.printf("%-22s %12s %12s %8s | %12s %12s %8s%n", "job", "rdma4j on", "spark on", "ratio", "rdma4j off", "spark off", "ratio");
+        long[] rdmaOn = best.get(setups.get(0));
+        long[] sparkOn = best.get(setups.get(1));
+        long[] sparkOff = best.get(setups.get(2));
+        long[] rdmaOff = best.get(setups.get(3));
+        for (int j = 0; j < jobs.size(); j++) {
+            System.out.printf("%-22s %12d %12d %8.3f | %12d %12d %8.3f%n", jobs.get(j).name(), rdmaOn[j], sparkOn[j],
+                    rdmaOn[j] / (double) sparkOn[j], rdmaOff[j], sparkOff[j], rdmaOff[j] / (double) sparkOff[j]);
         }
-        Result rdma = best(rdmaRuns);
-        Result spark = best(sparkRuns);
-        System.out.printf("records=%d (%.2f GiB of records)%n", records, records * (double) RECORD_BYTES / (1L << 30));
-        System.out.printf("best rdma4j (%s): job %d ms, fetch wait %d ms, shuffle read %d MiB%n", provider, rdma.millis(), rdma.fetchWaitMillis(), rdma.shuffleBytes() >> 20);
-        System.out.printf("best spark default: job %d ms, fetch wait %d ms, shuffle read %d MiB%n", spark.millis(), spark.fetchWaitMillis(), spark.shuffleBytes() >> 20);
-        System.out.printf("ratio rdma4j/spark: job %.3f, fetch wait %.3f%n", rdma.millis() / (double) spark.millis(),
-                rdma.fetchWaitMillis() / (double) Math.max(1, spark.fetchWaitMillis()));
+        long a = java.util.Arrays.stream(rdmaOn).sum();
+        long b = java.util.Arrays.stream(sparkOn).sum();
+        long c = java.util.Arrays.stream(rdmaOff).sum();
+        long d = java.util.Arrays.stream(sparkOff).sum();
+        System.out.printf("%-22s %12d %12d %8.3f | %12d %12d %8.3f%n", "total", a, b, a / (double) b, c, d, c / (double) d);
     }
 
-    private static List<Result> concat(List<Result> a, List<Result> b) {
-        List<Result> all = new ArrayList<>(a);
-        all.addAll(b);
-        return all;
-    }
-
-    private static Result best(List<Result> runs) {
-        return runs.stream().min(java.util.Comparator.comparingLong(Result::millis)).orElseThrow();
-    }
-
-    private static Result run(String sparkJars, long records, boolean rdma, String provider) {
-        SparkConf conf = LocalSparkCluster.conf(rdma ? "bench-rdma4j" : "bench-spark", 2, 3072, List.of(sparkJars.split(",")));
-        if (rdma) {
+    /** Runs every job {@code rounds} times in one app of {@code setup}; the fastest time of each, checking its result. */
+    private static long[] run(String sparkJars, Setup setup, List<Job> jobs, int rounds, long[] checksums, boolean reference) {
+        long[] millis = new long[jobs.size()];
+        java.util.Arrays.fill(millis, Long.MAX_VALUE);
+        SparkConf conf = LocalSparkCluster.conf("bench-" + setup.name().replaceAll("[^a-z0-9]+", "-"), 2, 3072,
+                        List.of(sparkJars.split(",")))
+                .set("spark.shuffle.readHostLocalDisk", String.valueOf(setup.hostLocal()))
+                .set("spark.sql.adaptive.enabled", "true")
+                .set("spark.sql.shuffle.partitions", "32");
+        if (setup.rdma()) {
             conf.set("spark.shuffle.manager", LocalSparkCluster.SHUFFLE_MANAGER)
-                    .set("spark.shuffle.rdma.provider", provider)
+                    .set("spark.shuffle.rdma.provider", setup.provider())
                     .set("spark.shuffle.rdma.fallback", "fail");
         }
         try (JavaSparkContext sc = LocalSparkCluster.start(conf, Duration.ofMinutes(2))) {
-            AtomicLong fetchWait = new AtomicLong();
-            AtomicLong shuffleBytes = new AtomicLong();
-            sc.sc().addSparkListener(new SparkListener() {
-                @Override
-                public void onTaskEnd(SparkListenerTaskEnd end) {
-                    if (end.taskMetrics() != null) {
-                        fetchWait.addAndGet(end.taskMetrics().shuffleReadMetrics().fetchWaitTime());
-                        shuffleBytes.addAndGet(end.taskMetrics().shuffleReadMetrics().totalBytesRead());
+            SparkSession spark = SparkSession.builder().sparkContext(sc.sc()).getOrCreate();
+            for (int round = 0; round < rounds; round++) {
+                for (int j = 0; j < jobs.size(); j++) {
+                    long start = System.nanoTime();
+                    long checksum = jobs.get(j).run().applyAsLong(spark);
+                    long ms = (System.nanoTime() - start) / 1_000_000;
+                    millis[j] = Math.min(millis[j], ms);
+                    if (reference && round == 0) {
+                        checksums[j] = checksum;
+                    } else if (checksum != checksums[j]) {
+                        throw new IllegalStateException(jobs.get(j).name() + " on " + setup.name() + " gave " + checksum
+                                + ", not " + checksums[j]);
                     }
+                    System.out.printf("%-32s round %d %-22s %6d ms%n", setup.name(), round, jobs.get(j).name(), ms);
                 }
-            });
-            int mapTasks = 16;
-            long perTask = records / mapTasks;
-            List<Integer> seeds = IntStream.range(0, mapTasks).boxed().collect(Collectors.toList());
-            long start = System.nanoTime();
-            long checksum = sc.parallelize(seeds, mapTasks)
-                    .flatMapToPair(seed -> generate(seed, perTask))
-                    .sortByKey(true, 16)
-                    .mapPartitions(it -> {
-                        long sum = 0;
-                        long position = 0;
-                        while (it.hasNext()) {
-                            Tuple2<String, byte[]> t = it.next();
-                            sum += t._1().hashCode() * ++position + t._2()[0];
-                        }
-                        return List.of(sum).iterator();
-                    })
-                    .reduce(Long::sum);
-            long millis = (System.nanoTime() - start) / 1_000_000;
-            Thread.sleep(1000); // let the last task-end events arrive
-            return new Result(millis, fetchWait.get(), shuffleBytes.get(), checksum);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
+            }
         }
+        return millis;
     }
 
-    private static Iterator<Tuple2<String, byte[]>> generate(int seed, long count) {
+    private static List<Job> jobs(double scale) {
+        int maps = 16;
+        long words = (long) (4_000_000 * scale);
+        long skewed = (long) (2_000_000 * scale);
+        long sorted = (long) (2_000_000 * scale);
+        long joined = (long) (1_000_000 * scale);
+        long rows = (long) (4_000_000 * scale);
+        long bigRecords = (long) (640_000 * scale); // 1 KiB each: 4 map outputs x 2 partitions of about 80 MiB
+        List<Job> jobs = new ArrayList<>();
+        jobs.add(new Job("reduceByKey", spark -> seeds(spark, maps)
+                .flatMapToPair(s -> range(s, maps, words).mapToObj(i -> new Tuple2<>(i * 2654435761L % 200_000, 1L)).iterator())
+                .reduceByKey(Long::sum, 16).map(t -> t._1() * 31 + t._2()).reduce(Long::sum)));
+        jobs.add(new Job("groupByKey skewed", spark -> seeds(spark, maps)
+                .flatMapToPair(s -> range(s, maps, skewed).mapToObj(i -> new Tuple2<>(i % 10 < 3 ? 0L : i % 100_000, "v" + i)).iterator())
+                .groupByKey(16).map(t -> t._1() * 31 + size(t._2())).reduce(Long::sum)));
+        jobs.add(new Job("sortByKey", spark -> {
+            // The range boundaries come from a sample seeded by the RDD's id, which differs between rounds: the checksum
+            // is order-free, and the order is checked on its own (within each partition, and across them).
+            List<Tuple2<Integer, String[]>> parts = seeds(spark, maps).flatMapToPair(s -> records(s, sorted / maps))
+                    .sortByKey(true, 16)
+                    .mapPartitionsWithIndex((index, it) -> {
+                        long sum = 0;
+                        String first = null;
+                        String last = null;
+                        while (it.hasNext()) {
+                            Tuple2<String, byte[]> t = it.next();
+                            if (last != null && t._1().compareTo(last) < 0) {
+                                throw new IllegalStateException("partition " + index + " out of order at " + t._1());
+                            }
+                            first = first == null ? t._1() : first;
+                            last = t._1();
+                            sum += t._1().hashCode() * 31L + t._2()[0];
+                        }
+                        return List.of(new Tuple2<>(index, new String[] {first, last, Long.toString(sum)})).iterator();
+                    }, true).collect();
+            long checksum = 0;
+            String previousLast = null;
+            for (Tuple2<Integer, String[]> p : parts.stream().sorted(java.util.Comparator.comparing(Tuple2::_1)).toList()) {
+                if (p._2()[0] != null) {
+                    if (previousLast != null && p._2()[0].compareTo(previousLast) < 0) {
+                        throw new IllegalStateException("partition " + p._1() + " starts before the previous one ends");
+                    }
+                    previousLast = p._2()[1];
+                }
+                checksum += Long.parseLong(p._2()[2]);
+            }
+            return checksum;
+        }));
+        jobs.add(new Job("join", spark -> {
+            JavaPairRDD<Long, Long> left = seeds(spark, maps).flatMapToPair(s -> range(s, maps, joined)
+                    .mapToObj(i -> new Tuple2<>(i % (joined / 2), i)).iterator());
+            JavaPairRDD<Long, String> right = seeds(spark, maps).flatMapToPair(s -> range(s, maps, joined / 2)
+                    .mapToObj(i -> new Tuple2<>(i, "r" + i)).iterator());
+            return left.join(right, 16).map(t -> t._1() + t._2()._1() + t._2()._2().length()).reduce(Long::sum);
+        }));
+        jobs.add(new Job("SQL aggregate (AQE)", spark -> {
+            List<Row> out = spark.range(0, rows, 1, maps).selectExpr("id % 100000 as k", "id as v")
+                    .repartition(32, col("k")).groupBy("k").agg(sum("v").as("s"), count("v").as("c"))
+                    .selectExpr("sum(k * 7 + s % 1000003 + c) as x").collectAsList();
+            return out.getFirst().getLong(0);
+        }));
+        jobs.add(new Job("blocks over 64 MiB", spark -> seeds(spark, 4)
+                .flatMapToPair(s -> {
+                    SplittableRandom random = new SplittableRandom(s);
+                    return range(s, 4, bigRecords).mapToObj(i -> {
+                        byte[] value = new byte[1024];
+                        random.nextBytes(value);
+                        return new Tuple2<>(i, value);
+                    }).iterator();
+                })
+                .partitionBy(new org.apache.spark.HashPartitioner(2))
+                .mapPartitions(it -> {
+                    long sum = 0;
+                    while (it.hasNext()) {
+                        Tuple2<Long, byte[]> t = it.next();
+                        sum += t._1() * 31 + t._2()[1023];
+                    }
+                    return List.of(sum).iterator();
+                }).reduce(Long::sum)));
+        return jobs;
+    }
+
+    private static org.apache.spark.api.java.JavaRDD<Integer> seeds(SparkSession spark, int slices) {
+        return JavaSparkContext.fromSparkContext(spark.sparkContext())
+                .parallelize(IntStream.range(0, slices).boxed().collect(Collectors.toList()), slices);
+    }
+
+    /** Task {@code slice}'s share of {@code 0..total}. */
+    private static java.util.stream.LongStream range(int slice, int slices, long total) {
+        return java.util.stream.LongStream.range(total * slice / slices, total * (slice + 1) / slices);
+    }
+
+    private static long size(Iterable<String> values) {
+        long n = 0;
+        for (String ignored : values) {
+            n++;
+        }
+        return n;
+    }
+
+    private static Iterator<Tuple2<String, byte[]>> records(int seed, long count) {
         SplittableRandom random = new SplittableRandom(seed);
         return new Iterator<>() {
             long left = count;
