@@ -79,6 +79,8 @@ public final class KafkaTestCluster implements AutoCloseable {
                 .setConfigProp("transaction.state.log.num.partitions", "1")
                 .setConfigProp("group.initial.rebalance.delay.ms", "0")
                 .setConfigProp("log.retention.check.interval.ms", "500")
+                // Retention and cleaning start at once, not 30 s after the broker (Kafka's default initial delay).
+                .setConfigProp("log.initial.task.delay.ms", "0")
                 .setConfigProp("log.cleaner.backoff.ms", "200")
                 .setConfigProp("file.delete.delay.ms", "1000")
                 .build();

@@ -64,6 +64,7 @@ class MultiBrokerClusterIT {
                 "broker.session.timeout.ms", "4000",
                 "broker.heartbeat.interval.ms", "500",
                 "log.retention.check.interval.ms", "1000",
+                "log.initial.task.delay.ms", "0", // retention runs at once on a restarted broker too
                 // KIP-392: consumers with client.rack fetch from an in-sync replica in their rack.
                 "broker.rack", "rack-" + node,
                 "replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector"),
