@@ -113,8 +113,8 @@ final class DelegationTokenCredentials implements AutoCloseable {
         }
     }
 
-    private void expire(DelegationToken t) {
-        admin.expireDelegationToken(t.hmac(), new ExpireDelegationTokenOptions().expiryTimePeriodMs(-1));
+    private org.apache.kafka.clients.admin.ExpireDelegationTokenResult expire(DelegationToken t) {
+        return admin.expireDelegationToken(t.hmac(), new ExpireDelegationTokenOptions().expiryTimePeriodMs(-1));
     }
 
     @Override
@@ -124,8 +124,7 @@ final class DelegationTokenCredentials implements AutoCloseable {
         }
         try {
             if (token != null) {
-                admin.expireDelegationToken(token.hmac(), new ExpireDelegationTokenOptions().expiryTimePeriodMs(-1))
-                        .expiryTimestamp().get(ANSWER_WAIT_MS, TimeUnit.MILLISECONDS);
+                expire(token).expiryTimestamp().get(ANSWER_WAIT_MS, TimeUnit.MILLISECONDS);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

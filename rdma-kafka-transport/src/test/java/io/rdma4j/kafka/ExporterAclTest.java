@@ -24,7 +24,6 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.acl.AccessControlEntry;
 import org.apache.kafka.common.acl.AclBinding;
-import org.apache.kafka.common.acl.AclBindingFilter;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.acl.AclPermissionType;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
@@ -137,7 +136,7 @@ class ExporterAclTest {
             plain.assign(tps);
             Map<TopicPartition, List<String>> viaRdma = drain(rdma, RECORDS);
             assertThat(viaRdma).isEqualTo(drain(plain, RECORDS));
-            assertThat(rdma.rdmaRecords()).as("records by RDMA, fallbacks %s", fallbacks(rdma)).isEqualTo(RECORDS);
+            assertThat(rdma.rdmaRecords()).as("records by RDMA, fallbacks %s", FetchFigures.fallbacks(rdma)).isEqualTo(RECORDS);
             assertThat(exporter.authenticatedConnections()).as("connections that proved a token").isGreaterThan(authenticated);
         }
     }
@@ -157,7 +156,7 @@ class ExporterAclTest {
             }).isInstanceOf(TopicAuthorizationException.class).hasMessageContaining(DENIED);
             assertThat(rdma.rdmaRecords()).isZero();
             assertThat(rdma.transportMetrics().snapshot(OperationType.READ).count()).as("RDMA READs of the consumer").isZero();
-            assertThat(fallbacks(rdma)).containsKey("not-authorized");
+            assertThat(FetchFigures.fallbacks(rdma)).containsKey("not-authorized");
         }
         assertThat(exporter.transport().metrics().servedBytes(OperationType.READ)).as("bytes the exporter served").isEqualTo(served);
         assertThat(exporter.aclRefusals()).isGreaterThan(refusals);
@@ -170,7 +169,7 @@ class ExporterAclTest {
             rdma.assign(List.of(new TopicPartition(GRANTED, 0), new TopicPartition(GRANTED, 1)));
             assertThat(drain(rdma, RECORDS).values().stream().mapToInt(List::size).sum()).isEqualTo(RECORDS);
             assertThat(rdma.rdmaRecords()).isZero();
-            assertThat(fallbacks(rdma)).containsKey("not-authorized");
+            assertThat(FetchFigures.fallbacks(rdma)).containsKey("not-authorized");
         }
     }
 
@@ -289,16 +288,6 @@ class ExporterAclTest {
                 seen++;
             }
         }
-        return out;
-    }
-
-    private static Map<String, Double> fallbacks(Consumer<?, ?> c) {
-        Map<String, Double> out = new TreeMap<>();
-        c.metrics().forEach((n, m) -> {
-            if (n.name().equals("fallbacks-total") && ((Number) m.metricValue()).doubleValue() > 0) {
-                out.put(n.tags().get("reason"), ((Number) m.metricValue()).doubleValue());
-            }
-        });
         return out;
     }
 }

@@ -119,7 +119,7 @@ class MultiBrokerClusterIT {
                 produce(cluster, topic, PER_PHASE + PER_PHASE / 2, PER_PHASE / 2);
                 pollUntil(c, got, 2 * PER_PHASE, cluster);
                 Map<Integer, Long> rdmaAfterFailover = rdmaPerPartition(c, tps);
-                assertGrew(rdmaMidFailover, rdmaAfterFailover, tps, "after the failover, fallbacks " + fallbacks(c), cluster);
+                assertGrew(rdmaMidFailover, rdmaAfterFailover, tps, "after the failover, fallbacks " + FetchFigures.fallbacks(c), cluster);
                 assertReadFromLeaders(admin, rdma, topic, tps, port);
                 log(started, "read across the failover");
 
@@ -135,7 +135,7 @@ class MultiBrokerClusterIT {
                 produce(cluster, topic, 2 * PER_PHASE, PER_PHASE);
                 pollUntil(c, got, 3 * PER_PHASE, cluster);
                 Map<Integer, Long> rdmaAfterElection = rdmaPerPartition(c, tps);
-                assertGrew(rdmaAfterFailover, rdmaAfterElection, tps, "after the restart and the election, fallbacks " + fallbacks(c),
+                assertGrew(rdmaAfterFailover, rdmaAfterElection, tps, "after the restart and the election, fallbacks " + FetchFigures.fallbacks(c),
                         cluster);
                 assertReadFromLeaders(admin, rdma, topic, tps, port);
                 log(started, "read across the restart and the election");
@@ -152,7 +152,7 @@ class MultiBrokerClusterIT {
                 pollUntil(c, got, 4 * PER_PHASE, cluster);
                 c.poll(Duration.ofMillis(500)).forEach(r -> got.add(RdmaKafkaConsumerTest.Seen.of(r)));
                 Map<Integer, Long> rdmaAtEnd = rdmaPerPartition(c, tps);
-                assertGrew(rdmaAfterElection, rdmaAtEnd, tps, "after the reassignment, fallbacks " + fallbacks(c), cluster);
+                assertGrew(rdmaAfterElection, rdmaAtEnd, tps, "after the reassignment, fallbacks " + FetchFigures.fallbacks(c), cluster);
                 assertReadFromLeaders(admin, rdma, topic, tps, port);
                 log(started, "read across the reassignment of " + moved + " to brokers 4 and 3");
                 System.out.printf("[multi-broker] records by RDMA / total per partition: %s / %s; before the kill, all by RDMA: %s%n",
@@ -168,7 +168,7 @@ class MultiBrokerClusterIT {
                 produce(cluster, topic, 4 * PER_PHASE, PER_PHASE);
                 pollUntil(c, got, 5 * PER_PHASE, cluster);
                 c.poll(Duration.ofMillis(500)).forEach(r -> got.add(RdmaKafkaConsumerTest.Seen.of(r)));
-                assertGrew(rdmaAtEnd, rdmaPerPartition(c, tps), tps, "after retention deleted what was read, fallbacks " + fallbacks(c),
+                assertGrew(rdmaAtEnd, rdmaPerPartition(c, tps), tps, "after retention deleted what was read, fallbacks " + FetchFigures.fallbacks(c),
                         cluster);
                 assertThat(sorted(got.subList(4 * PER_PHASE, got.size()))).as("what the RDMA consumer read after the deletion")
                         .hasSize(PER_PHASE).isEqualTo(readPlain(plainProps, tps, before, PER_PHASE, cluster));
@@ -316,7 +316,7 @@ class MultiBrokerClusterIT {
                 return;
             }
             assertThat(System.nanoTime()).as("RDMA from the new leaders within 30 s: reading %s, leaders %s, fallbacks %s\n%s",
-                    reading, want, fallbacks(c), tails(cluster)).isLessThan(deadline);
+                    reading, want, FetchFigures.fallbacks(c), tails(cluster)).isLessThan(deadline);
         }
     }
 
@@ -386,17 +386,6 @@ class MultiBrokerClusterIT {
                 }
             }
         }
-        return out;
-    }
-
-    /** The consumer's {@code fallbacks-total} per reason. */
-    private static Map<String, Double> fallbacks(Consumer<?, ?> c) {
-        Map<String, Double> out = new TreeMap<>();
-        c.metrics().forEach((n, m) -> {
-            if (n.name().equals("fallbacks-total") && ((Number) m.metricValue()).doubleValue() > 0) {
-                out.put(n.tags().get("reason"), ((Number) m.metricValue()).doubleValue());
-            }
-        });
         return out;
     }
 

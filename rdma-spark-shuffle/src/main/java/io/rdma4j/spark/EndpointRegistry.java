@@ -79,8 +79,7 @@ final class EndpointRegistry {
                     }
                     String[] parts = ((String) message).split("\n", -1);
                     if (parts[0].equals(REGISTER.strip())) {
-                        List<String> dirs = parts.length > 5 && !parts[5].isEmpty() ? List.of(parts[5].split(DIRS_SEPARATOR)) : List.of();
-                        locations.put(parts[1], new Location(parts[2], Integer.parseInt(parts[3]), dirs));
+                        locations.put(parts[1], new Location(parts[2], Integer.parseInt(parts[3]), dirs(parts, 5)));
                         String provider = parts.length > 4 ? parts[4] : "unknown";
                         if (!provider.equals(providers.put(parts[1], provider))) {
                             LOG.info("rdma4j shuffle: executor {} serves map outputs at {}:{} on provider {}", parts[1], parts[2],
@@ -149,10 +148,14 @@ final class EndpointRegistry {
             return null;
         }
         String[] parts = location.split("\n", -1);
-        List<String> dirs = parts.length > 2 && !parts[2].isEmpty() ? List.of(parts[2].split(DIRS_SEPARATOR)) : List.of();
-        Location l = new Location(parts[0], Integer.parseInt(parts[1]), dirs);
+        Location l = new Location(parts[0], Integer.parseInt(parts[1]), dirs(parts, 2));
         cache.put(executorId, l);
         return l;
+    }
+
+    /** The local directories in {@code parts[at]} of a message (none when absent). */
+    private static List<String> dirs(String[] parts, int at) {
+        return parts.length > at && !parts[at].isEmpty() ? List.of(parts[at].split(DIRS_SEPARATOR)) : List.of();
     }
 
     void forget(String executorId) {

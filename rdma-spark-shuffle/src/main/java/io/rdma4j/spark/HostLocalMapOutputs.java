@@ -16,7 +16,6 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -51,15 +50,11 @@ final class HostLocalMapOutputs implements AutoCloseable {
      */
     List<Block> read(List<String> localDirs, List<RdmaBlockFetcher.Wanted> wanted) throws IOException {
         String[] dirs = localDirs.toArray(String[]::new);
-        Map<Long, List<ShuffleBlockId>> byMap = new LinkedHashMap<>();
-        for (RdmaBlockFetcher.Wanted w : wanted) {
-            byMap.computeIfAbsent(w.blockId().mapId(), k -> new ArrayList<>()).add(w.blockId());
-        }
         List<Block> blocks = new ArrayList<>();
-        for (Map.Entry<Long, List<ShuffleBlockId>> map : byMap.entrySet()) {
+        for (Map.Entry<Long, List<RdmaBlockFetcher.Wanted>> map : RdmaBlockFetcher.byMap(wanted).entrySet()) {
             long mapId = map.getKey();
-            int min = map.getValue().stream().mapToInt(ShuffleBlockId::reduceId).min().orElseThrow();
-            int max = map.getValue().stream().mapToInt(ShuffleBlockId::reduceId).max().orElseThrow();
+            int min = map.getValue().stream().mapToInt(w -> w.blockId().reduceId()).min().orElseThrow();
+            int max = map.getValue().stream().mapToInt(w -> w.blockId().reduceId()).max().orElseThrow();
             long[] entries = new long[max - min + 2];
             Path index = Path.of(ExecutorDiskUtils.getFilePath(dirs, subDirsPerLocalDir, new ShuffleIndexBlockId(shuffleId, mapId, 0).name()));
             try (FileChannel in = FileChannel.open(index, StandardOpenOption.READ)) {
@@ -83,7 +78,8 @@ final class HostLocalMapOutputs implements AutoCloseable {
                     continue;
                 }
                 MemorySegment range = in.map(FileChannel.MapMode.READ_ONLY, start, end - start, arena);
-                for (ShuffleBlockId id : map.getValue()) {
+                for (RdmaBlockFetcher.Wanted w : map.getValue()) {
+                    ShuffleBlockId id = w.blockId();
                     long offset = entries[id.reduceId() - min];
                     long length = entries[id.reduceId() - min + 1] - offset;
                     if (length > 0) {

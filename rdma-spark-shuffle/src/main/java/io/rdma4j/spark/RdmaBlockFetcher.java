@@ -151,10 +151,13 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
      */
     private boolean readHostLocal(BlockManagerId peer, List<Wanted> wanted) {
         List<String> dirs = runtime.hostLocalDirs(peer);
-        if (dirs != null && hostLocal == null) {
+        if (dirs == null) {
+            return false;
+        }
+        if (hostLocal == null) {
             hostLocal = new HostLocalMapOutputs(shuffleId, runtime.subDirsPerLocalDir);
         }
-        List<HostLocalMapOutputs.Block> blocks = dirs == null ? null : hostLocal.readOrNull(peer.executorId(), dirs, wanted);
+        List<HostLocalMapOutputs.Block> blocks = hostLocal.readOrNull(peer.executorId(), dirs, wanted);
         if (blocks == null) {
             return false;
         }
@@ -163,7 +166,8 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         return true;
     }
 
-    private static Map<Long, List<Wanted>> byMap(List<Wanted> wanted) {
+    /** The wanted blocks grouped by map output, in the order first asked. */
+    static Map<Long, List<Wanted>> byMap(List<Wanted> wanted) {
         Map<Long, List<Wanted>> byMap = new LinkedHashMap<>();
         for (Wanted w : wanted) {
             byMap.computeIfAbsent(w.blockId().mapId(), k -> new ArrayList<>()).add(w);

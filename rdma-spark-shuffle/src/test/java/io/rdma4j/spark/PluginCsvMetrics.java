@@ -56,6 +56,25 @@ final class PluginCsvMetrics {
         return byExecutor;
     }
 
+    /**
+     * The metrics read from {@code dir} once {@code metric}, summed over executors, is positive (the CSV sink reports
+     * every second), or as last read when 30 s passed without.
+     */
+    static Map<String, Map<String, Long>> awaitPositive(Path dir, String metric) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+        Map<String, Map<String, Long>> metrics = Map.of();
+        while (sum(metrics, metric) == 0 && System.nanoTime() < deadline) {
+            Thread.sleep(500);
+            metrics = read(dir);
+        }
+        return metrics;
+    }
+
+    /** {@code metric} summed over the executors of {@code metrics}. */
+    static long sum(Map<String, Map<String, Long>> metrics, String metric) {
+        return metrics.values().stream().mapToLong(m -> m.getOrDefault(metric, 0L)).sum();
+    }
+
     /** Deletes and recreates {@code dir}. */
     static Path emptyDirectory(Path dir) throws IOException {
         if (Files.exists(dir)) {

@@ -18,7 +18,6 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
@@ -82,16 +81,9 @@ class RdmaShuffleFallbackTest {
             assertThat(lines).as("one line per executor that ran a shuffle task, saying why").isNotEmpty().hasSizeLessThanOrEqualTo(2);
             assertThat(lines.getFirst()).contains("spark.shuffle.rdma.fallback=spark");
 
-            // The plugin counts the readers that fell back, by reason (the CSV sink reports every second).
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            long fellBack = 0;
-            Map<String, Map<String, Long>> metrics = Map.of();
-            while (fellBack == 0 && System.nanoTime() < deadline) {
-                Thread.sleep(500);
-                metrics = PluginCsvMetrics.read(csv);
-                fellBack = metrics.values().stream().mapToLong(m -> m.getOrDefault("fallbacks.transportUnavailable", 0L)).sum();
-            }
-            assertThat(fellBack).as("readers counted as fallbacks: " + metrics).isPositive();
+            // The plugin counts the readers that fell back, by reason.
+            Map<String, Map<String, Long>> metrics = PluginCsvMetrics.awaitPositive(csv, "fallbacks.transportUnavailable");
+            assertThat(PluginCsvMetrics.sum(metrics, "fallbacks.transportUnavailable")).as("readers counted as fallbacks: " + metrics).isPositive();
             assertThat(metrics.values()).allSatisfy(m -> {
                 assertThat(m.getOrDefault("provider.verbs", 0L)).isZero();
                 assertThat(m.getOrDefault("provider.tcp", 0L)).isZero();

@@ -8,7 +8,6 @@ import scala.Tuple2;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
@@ -40,16 +39,9 @@ class RdmaShuffleHostLocalTest {
             assertThat(totals.remoteBlocks()).as("blocks through the transport").isZero();
             assertThat(totals.localBlocks()).as("blocks from this or the other executor's files").isPositive();
 
-            // The plugin's figures (the CSV sink reports every second): blocks from the other executor's files, no READ.
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            Map<String, Map<String, Long>> metrics = Map.of();
-            long hostLocal = 0;
-            while (hostLocal == 0 && System.nanoTime() < deadline) {
-                Thread.sleep(500);
-                metrics = PluginCsvMetrics.read(csv);
-                hostLocal = metrics.values().stream().mapToLong(m -> m.getOrDefault("hostLocalBlocks", 0L)).sum();
-            }
-            assertThat(hostLocal).as("blocks read from the other executor's files: " + metrics).isPositive();
+            // The plugin's figures: blocks from the other executor's files, no READ.
+            Map<String, Map<String, Long>> metrics = PluginCsvMetrics.awaitPositive(csv, "hostLocalBlocks");
+            assertThat(PluginCsvMetrics.sum(metrics, "hostLocalBlocks")).as("blocks read from the other executor's files: " + metrics).isPositive();
             assertThat(metrics.values()).allSatisfy(m -> {
                 assertThat(m.getOrDefault("reads", 0L)).as("RDMA READs").isZero();
                 assertThat(m.getOrDefault("blocksFetched", 0L)).isZero();

@@ -1,6 +1,7 @@
 package io.rdma4j.kafka.exporter;
 
 import io.rdma4j.core.TransportConfig;
+import org.apache.kafka.clients.CommonClientConfigs;
 
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
@@ -61,7 +62,7 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
         if (watermarkInterval.isNegative() || watermarkInterval.isZero()) {
             throw new IllegalArgumentException(INTERVAL + " must be positive");
         }
-        String protocol = String.valueOf(adminProperties.getOrDefault("security.protocol", "PLAINTEXT")).trim();
+        String protocol = String.valueOf(adminProperties.getOrDefault(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, "PLAINTEXT")).trim();
         if (acls && !protocol.toUpperCase(java.util.Locale.ROOT).startsWith("SASL_")) {
             // Consumers' delegation tokens authenticate with SCRAM, which only a SASL listener takes.
             throw new IllegalArgumentException(ACLS + "=true needs the exporter's Admin client on a SASL listener with "
