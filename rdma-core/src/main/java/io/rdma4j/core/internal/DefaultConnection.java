@@ -41,6 +41,12 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
     private static final System.Logger LOG = System.getLogger(DefaultConnection.class.getName());
 
     private static final int BATCH_GROUP = 64;
+    /**
+     * A caller waiting for an operation of at most this many bytes checks for its end briefly before sleeping
+     * ({@link ProviderConnection#spinWait}); a larger one takes longer than a wake-up, and a spinning caller would
+     * take a CPU from the threads moving its data.
+     */
+    private static final long SPIN_MAX_BYTES = 64 << 10;
 
     private final DefaultRdmaTransport transport;
     private final ProviderConnection pc;
@@ -115,6 +121,9 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
             op = pc.read(remote.address() + remoteOffset, remote.key(), sink, local.providerRegion());
         } catch (RuntimeException e) {
             op = CompletableFuture.failedFuture(e);
+        }
+        if (sink.byteSize() <= SPIN_MAX_BYTES) {
+            pc.spinWait(op::isDone);
         }
         if (!pc.await(op, t.startNanos + timeoutNanos)) {
             t.onTimeout();
@@ -210,7 +219,11 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
      * first operation, in the group's order, that failed.
      */
     private CompletableFuture<Void> followGroup(OperationType type, List<Tracker> trackers, List<CompletableFuture<Void>> posted) {
-        CompletableFuture<Void> result = new CompletableFuture<>();
+        long groupBytes = 0;
+        for (Tracker t : trackers) {
+            groupBytes += t.bytes;
+        }
+        OperationFuture<Void> result = new OperationFuture<>(pc, transport.completions(), groupBytes <= SPIN_MAX_BYTES);
         int n = trackers.size();
         Throwable[] failures = new Throwable[n];
         AtomicInteger remaining = new AtomicInteger(n);
@@ -241,14 +254,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
                         break;
                     }
                 }
-                Throwable first = failure;
-                transport.completions().execute(() -> {
-                    if (first == null) {
-                        result.complete(null);
-                    } else {
-                        result.completeExceptionally(first);
-                    }
-                });
+                result.settle(null, failure);
             });
         }
         return result;
@@ -263,7 +269,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         } catch (RuntimeException e) {
             providerFuture = CompletableFuture.failedFuture(e);
         }
-        return t.follow(providerFuture);
+        return t.follow(providerFuture, true);
     }
 
     /** Takes a back-pressure permit and pins the local region; the tracker gives both back. */
@@ -285,6 +291,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         private final long startNanos = System.nanoTime();
         /** The user's future, made by follow() only: readAndWait settles without one. */
         private CompletableFuture<Void> result;
+        private boolean usersFuture;
         private volatile RdmaTimeoutException timedOut;
 
         Tracker(OperationType type, long bytes, DefaultRegion region) {
@@ -293,9 +300,15 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
             this.region = region;
         }
 
-        CompletableFuture<Void> follow(CompletableFuture<Void> providerFuture) {
-            CompletableFuture<Void> result = new CompletableFuture<>();
+        /**
+         * The future of the provider's operation, as the user's ({@code usersFuture}: completed off the I/O thread)
+         * or this package's own (completed as soon as the operation is).
+         */
+        CompletableFuture<Void> follow(CompletableFuture<Void> providerFuture, boolean usersFuture) {
+            CompletableFuture<Void> result = usersFuture
+                    ? new OperationFuture<>(pc, transport.completions(), bytes <= SPIN_MAX_BYTES) : new CompletableFuture<>();
             this.result = result;
+            this.usersFuture = usersFuture;
             var timer = transport.timers().schedule(this::onTimeout, timeoutNanos, TimeUnit.NANOSECONDS);
             providerFuture.whenComplete((v, error) -> {
                 timer.cancel(false);
@@ -317,13 +330,13 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
             if (result == null) {
                 return; // never followed: the caller that began it rethrows the failure itself
             }
-            transport.completions().execute(() -> {
-                if (failure == null) {
-                    result.complete(null);
-                } else {
-                    result.completeExceptionally(failure);
-                }
-            });
+            if (usersFuture) {
+                ((OperationFuture<Void>) result).settle(null, failure);
+            } else if (failure == null) {
+                result.complete(null);
+            } else {
+                result.completeExceptionally(failure);
+            }
         }
 
         /** Gives the slot and the pin back, records metrics; the cause the user sees, or null. */
@@ -361,17 +374,28 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
                 throw new IllegalArgumentException("message of " + size + " bytes exceeds max-message-size "
                         + transport.config().maxMessageSize());
             }
-            return sendFramed(MessageHeader.frame(MessageHeader.MESSAGE, 0, 0, 0, message), size);
+            return sendFramed(MessageHeader.frame(MessageHeader.MESSAGE, 0, 0, 0, message), size, true);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
     }
 
-    /** Sends a message already framed by {@link MessageHeader}; it holds an operation slot until sent. */
-    CompletableFuture<Void> sendFramed(ByteBuffer framed, int bodySize) {
+    /**
+     * Sends a message already framed by {@link MessageHeader}; it holds an operation slot until sent. Unless
+     * {@code usersFuture}, the future is this package's own (no user callback hangs on it), so it completes on
+     * whichever thread the send finished.
+     */
+    CompletableFuture<Void> sendFramed(ByteBuffer framed, int bodySize, boolean usersFuture) {
         try {
             checkOpen();
-            return start(OperationType.SEND, bodySize, null, () -> pc.send(framed));
+            Tracker t = begin(OperationType.SEND, bodySize, null);
+            CompletableFuture<Void> sent;
+            try {
+                sent = pc.send(framed);
+            } catch (RuntimeException e) {
+                sent = CompletableFuture.failedFuture(e);
+            }
+            return t.follow(sent, usersFuture);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }

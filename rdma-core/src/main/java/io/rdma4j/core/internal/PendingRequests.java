@@ -141,7 +141,7 @@ final class PendingRequests {
         private final int type;
         private final int bytes;
         private final long startNanos = System.nanoTime();
-        private final CompletableFuture<ByteBuffer> result = new CompletableFuture<>();
+        private final OperationFuture<ByteBuffer> result = new OperationFuture<>(pc, transport.completions(), true);
         private volatile ScheduledFuture<?> timer;
         private volatile RdmaTimeoutException timedOut;
 
@@ -168,13 +168,7 @@ final class PendingRequests {
             slots.free();
             Throwable cause = failure != null && timedOut != null ? timedOut : failure;
             transport.metrics().operationFinished(OperationType.SEND, bytes, System.nanoTime() - startNanos, cause == null);
-            transport.completions().execute(() -> {
-                if (cause == null) {
-                    result.complete(reply);
-                } else {
-                    result.completeExceptionally(cause);
-                }
-            });
+            result.settle(reply, cause);
         }
     }
 }

@@ -72,21 +72,31 @@ final class RequestDispatcher {
             } catch (Throwable e) {
                 reply = CompletableFuture.failedFuture(e);
             }
-            reply.whenComplete((answer, error) -> transport.completions().execute(() -> {
-                serving.decrementAndGet();
-                ByteBuffer framed = replyTo(header, answer, error);
-                connection.sendFramed(framed, framed.remaining() - MessageHeader.SIZE).whenComplete((v, sendFailure) -> {
-                    unanswered.decrementAndGet();
-                    if (sendFailure != null) {
-                        LOG.log(System.Logger.Level.DEBUG, "reply to " + peer.address() + " not sent: " + sendFailure);
-                    }
-                });
-            }));
+            Thread handling = Thread.currentThread();
+            reply.whenComplete((answer, error) -> {
+                Runnable send = () -> {
+                    serving.decrementAndGet();
+                    ByteBuffer framed = replyTo(header, answer, error);
+                    connection.sendFramed(framed, framed.remaining() - MessageHeader.SIZE, false).whenComplete((v, sendFailure) -> {
+                        unanswered.decrementAndGet();
+                        if (sendFailure != null) {
+                            LOG.log(System.Logger.Level.DEBUG, "reply to " + peer.address() + " not sent: " + sendFailure);
+                        }
+                    });
+                };
+                // A reply the handler had ready goes out from this completion thread; one completed later by some
+                // other thread (perhaps the application's own) is handed back to a completion thread.
+                if (Thread.currentThread() == handling) {
+                    send.run();
+                } else {
+                    transport.completions().execute(send);
+                }
+            });
         });
     }
 
     private void replyLater(ByteBuffer framed, int bodySize) {
-        transport.completions().execute(() -> connection.sendFramed(framed, bodySize)
+        transport.completions().execute(() -> connection.sendFramed(framed, bodySize, false)
                 .whenComplete((v, sendFailure) -> unanswered.decrementAndGet()));
     }
 

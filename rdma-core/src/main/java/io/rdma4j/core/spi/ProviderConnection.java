@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.BooleanSupplier;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -41,7 +42,14 @@ public interface ProviderConnection {
      * reap completions in the calling thread override this, so a waiting caller needs no thread hand-off.
      * Interrupts do not end the wait; the flag is restored.
      */
-    default boolean await(CompletableFuture<Void> operation, long deadlineNanos) {
+    /**
+     * Lets a caller about to wait for something this connection's threads bring about check for it ({@code done})
+     * briefly without sleeping, where the provider finds that cheaper than being woken; returns at once by default.
+     */
+    default void spinWait(BooleanSupplier done) {
+    }
+
+    default boolean await(CompletableFuture<?> operation, long deadlineNanos) {
         boolean interrupted = false;
         try {
             while (true) {

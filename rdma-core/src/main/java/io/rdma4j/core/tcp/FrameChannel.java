@@ -7,7 +7,8 @@ import java.util.Optional;
 
 /**
  * The byte stream a connection's frames travel on: the socket itself, or TLS over it. One reader thread and
- * one writer thread may use it at once.
+ * one writer thread may use it at once; where {@link #writesWithoutBlocking} says so, any thread may also try a
+ * write that does not block, under the connection's write lock.
  */
 interface FrameChannel {
 
@@ -16,6 +17,28 @@ interface FrameChannel {
 
     /** Writes some of {@code srcs}, blocking; returns the bytes taken. */
     long write(ByteBuffer[] srcs) throws IOException;
+
+    /** Whether {@link #tryWrite} works: true once a plain socket carries frames. */
+    default boolean writesWithoutBlocking() {
+        return false;
+    }
+
+    /** Writes what the socket takes now, without blocking; returns the bytes taken, perhaps none. */
+    default long tryWrite(ByteBuffer[] srcs) throws IOException {
+        throw new UnsupportedOperationException("this channel cannot write without blocking");
+    }
+
+    /** Called once the handshake is done, before the connection's threads use the channel. */
+    default void startFrames() throws IOException {
+    }
+
+    /** Wakes the threads waiting on the socket, after it was closed, so they see it closed. */
+    default void wakeUp() {
+    }
+
+    /** Releases what the channel holds besides the socket; once no thread uses it any more. */
+    default void release() {
+    }
 
     /** Bytes that identify this channel's security session, bound into the shared-secret proofs; empty for plain tcp. */
     byte[] binding();
@@ -27,21 +50,6 @@ interface FrameChannel {
 
     /** The socket as is. */
     static FrameChannel plain(SocketChannel socket) {
-        return new FrameChannel() {
-            @Override
-            public int read(ByteBuffer dst) throws IOException {
-                return socket.read(dst);
-            }
-
-            @Override
-            public long write(ByteBuffer[] srcs) throws IOException {
-                return socket.write(srcs);
-            }
-
-            @Override
-            public byte[] binding() {
-                return new byte[0];
-            }
-        };
+        return new PlainChannel(socket);
     }
 }

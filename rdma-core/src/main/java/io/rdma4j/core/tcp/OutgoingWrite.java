@@ -2,13 +2,14 @@ package io.rdma4j.core.tcp;
 
 import io.rdma4j.core.ConnectionClosedException;
 
-import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /** Sends a write request and its data, a chunk per turn; stops early once the peer refused it. */
 final class OutgoingWrite implements OutgoingFrames.Outgoing {
+    private static final ByteBuffer[] NOTHING = new ByteBuffer[0];
+
     private final PendingOperations.PendingWrite op;
     private final long remoteAddress;
     private final long key;
@@ -16,6 +17,8 @@ final class OutgoingWrite implements OutgoingFrames.Outgoing {
     private final int chunkSize;
     private boolean requested;
     private long sent;
+    /** Bytes of the turn being written. */
+    private int chunk;
     private final AtomicBoolean done = new AtomicBoolean();
 
     OutgoingWrite(PendingOperations.PendingWrite op, long remoteAddress, long key, MemorySegment source, int chunkSize) {
@@ -27,30 +30,27 @@ final class OutgoingWrite implements OutgoingFrames.Outgoing {
     }
 
     @Override
-    public boolean writeTo(OutgoingFrames frames) throws IOException {
+    public ByteBuffer[] nextTurn() {
         ByteBuffer request = null;
         if (!requested) {
             requested = true;
             request = TcpFrameCodec.encodeRequest(TcpFrameCodec.WRITE_REQ, op.id, remoteAddress, source.byteSize(), key);
         }
-        int n = (int) Math.min(chunkSize, source.byteSize() - sent);
-        if (n == 0 || op.answered()) {
-            if (request != null) {
-                frames.writeFully(request);
-            }
-            finishData();
-            return false;
+        chunk = (int) Math.min(chunkSize, source.byteSize() - sent);
+        if (chunk == 0 || op.answered()) {
+            chunk = 0;
+            return request == null ? NOTHING : new ByteBuffer[] {request};
         }
         ByteBuffer header = ByteBuffer.allocate(TcpFrameCodec.HEADER_SIZE);
-        TcpFrameCodec.putHeader(header, TcpFrameCodec.WRITE_DATA, n, op.id);
-        ByteBuffer data = source.asSlice(sent, n).asByteBuffer();
-        if (request != null) {
-            frames.writeFully(request, header.flip(), data);
-        } else {
-            frames.writeFully(header.flip(), data);
-        }
-        sent += n;
-        if (sent == source.byteSize()) {
+        TcpFrameCodec.putHeader(header, TcpFrameCodec.WRITE_DATA, chunk, op.id);
+        ByteBuffer data = source.asSlice(sent, chunk).asByteBuffer();
+        return request == null ? new ByteBuffer[] {header.flip(), data} : new ByteBuffer[] {request, header.flip(), data};
+    }
+
+    @Override
+    public boolean turnWritten() {
+        sent += chunk;
+        if (chunk == 0 || sent == source.byteSize()) {
             finishData();
             return false;
         }

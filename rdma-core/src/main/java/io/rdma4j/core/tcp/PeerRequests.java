@@ -176,6 +176,8 @@ final class PeerRequests {
         final long offset;
         final long length;
         long sent;
+        /** Whether the turn being written ends the read (its last data, or an error instead). */
+        boolean last;
         final AtomicBoolean released = new AtomicBoolean();
 
         ServeRead(long id, TcpRegion region, long offset, long length) {
@@ -186,41 +188,48 @@ final class PeerRequests {
         }
 
         @Override
-        public boolean writeTo(OutgoingFrames frames) throws IOException {
+        public ByteBuffer[] nextTurn() {
             if (region.isRevoked()) {
-                release();
-                frames.writeFully(TcpFrameCodec.encodeError(id, RemoteAccessException.Reason.RESPONDER_ERROR,
-                        "the region was deregistered during the read"));
-                return false;
+                return refuse("the region was deregistered during the read");
             }
             int n = (int) Math.min(chunkSize, length - sent);
             if (n == 0) {
-                release();
-                transport.metrics().recordServed(OperationType.READ, length);
-                frames.writeFully(TcpFrameCodec.encodeEmpty(TcpFrameCodec.READ_DONE, id));
-                return false;
+                last = true;
+                return new ByteBuffer[] {TcpFrameCodec.encodeEmpty(TcpFrameCodec.READ_DONE, id)};
             }
             ByteBuffer data;
             try {
                 data = region.segment().asSlice(offset + sent, n).asByteBuffer();
             } catch (RuntimeException e) {
                 // The memory was freed without deregistering it first: refuse instead of crashing.
-                release();
-                frames.writeFully(TcpFrameCodec.encodeError(id, RemoteAccessException.Reason.RESPONDER_ERROR,
-                        "the region's memory is no longer accessible"));
-                return false;
+                return refuse("the region's memory is no longer accessible");
             }
             ByteBuffer header = ByteBuffer.allocate(TcpFrameCodec.HEADER_SIZE);
             TcpFrameCodec.putHeader(header, TcpFrameCodec.READ_DATA, n, id);
             sent += n;
             if (sent == length) {
-                frames.writeFully(header.flip(), data, TcpFrameCodec.encodeEmpty(TcpFrameCodec.READ_DONE, id));
-                release();
-                transport.metrics().recordServed(OperationType.READ, length);
-                return false;
+                last = true;
+                return new ByteBuffer[] {header.flip(), data, TcpFrameCodec.encodeEmpty(TcpFrameCodec.READ_DONE, id)};
             }
-            frames.writeFully(header.flip(), data);
-            return true;
+            return new ByteBuffer[] {header.flip(), data};
+        }
+
+        private ByteBuffer[] refuse(String why) {
+            release();
+            last = true;
+            return new ByteBuffer[] {TcpFrameCodec.encodeError(id, RemoteAccessException.Reason.RESPONDER_ERROR, why)};
+        }
+
+        @Override
+        public boolean turnWritten() {
+            if (!last) {
+                return true;
+            }
+            if (released.compareAndSet(false, true)) {
+                region.unpin(connection);
+                transport.metrics().recordServed(OperationType.READ, length);
+            }
+            return false;
         }
 
         private void release() {

@@ -25,15 +25,22 @@ import java.util.Set;
  * @param maxRejections            refused requests (unknown keys, out of range, denied) after which the connection
  *                                 is closed, as a verbs queue pair enters the error state
  * @param tls                      TLS settings, or null for plain tcp
+ * @param awaitSpinNanos           how long a caller waiting on its own operation ({@code readAndWait}) checks for the
+ *                                 answer before it sleeps: waking a sleeping thread costs more than a round trip
  */
 record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeout, int maxUnsentResponses,
                   long maxUnsentResponseBytes, long maxInboxBytes, int maxConnections, int maxConnectionsPerAddress,
-                  Duration handshakeTimeout, Duration idleTimeout, int maxRejections, TcpTls tls) {
+                  Duration handshakeTimeout, Duration idleTimeout, int maxRejections, TcpTls tls,
+                  long awaitSpinNanos) {
 
     static final Set<String> KEYS = Set.of("chunk-size", "max-request-bytes", "region-close-timeout",
             "max-unsent-responses", "max-unsent-response-bytes", "max-inbox-bytes", "max-connections",
             "max-connections-per-address", "handshake-timeout", "idle-timeout", "max-rejections", "tls", "tls.key-store",
-            "tls.key-store-password", "tls.trust-store", "tls.trust-store-password", "tls.client-auth", "tls.authentication");
+            "tls.key-store-password", "tls.trust-store", "tls.trust-store-password", "tls.client-auth", "tls.authentication",
+            "await-spin-micros");
+
+    /** Longer than a loopback or LAN round trip, short enough that a slow answer wastes little CPU. */
+    static final long DEFAULT_AWAIT_SPIN_MICROS = 50;
 
     static TcpOptions from(TransportConfig config) {
         for (String qualified : config.providerOptions().keySet()) {
@@ -56,8 +63,9 @@ record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeo
             throw new IllegalArgumentException("tcp.idle-timeout must be at least 100ms, got " + idle);
         }
         int rejections = (int) count(config, "max-rejections", 3, 1, 1 << 20);
+        long spinMicros = count(config, "await-spin-micros", DEFAULT_AWAIT_SPIN_MICROS, 0, 1_000_000);
         return new TcpOptions((int) chunk, maxRequest, closeWait, unsent, unsentBytes, inbox, connections, perAddress,
-                handshake, idle, rejections, TcpTls.from(config).orElse(null));
+                handshake, idle, rejections, TcpTls.from(config).orElse(null), spinMicros * 1000);
     }
 
     private static long bytes(TransportConfig config, String key, long fallback, long min, long max) {

@@ -137,7 +137,7 @@ final class CompletionPolling {
      * budget has passed. Returns true when done; otherwise the caller is counted as blocked (so the
      * progress thread polls for it) until it calls {@link #unblocked}.
      */
-    boolean spin(CompletableFuture<Void> operation, long deadlineNanos) {
+    boolean spin(CompletableFuture<?> operation, long deadlineNanos) {
         callerWaits++; // a lost increment between two racing callers is harmless: any change counts
         // While a caller spins the progress thread keeps off this CQ: it would only hold the poll lock the caller
         // needs, to reap the caller's own completion. A caller that stops spinning counts as blocked before it
@@ -200,7 +200,7 @@ final class CompletionPolling {
     }
 
     /** Polls until the operation is done, the deadline or the spin budget has passed, or the CQ is torn down. */
-    private void spinUntilDone(CompletableFuture<Void> operation, long deadlineNanos) {
+    private void spinUntilDone(CompletableFuture<?> operation, long deadlineNanos) {
         // The clock is read every CLOCK_EVERY_POLLS polls only: where the clock source is slow (a VM without a
         // usable TSC makes every read a system call) reading it per poll costs more than the poll.
         long spinUntil = 0;

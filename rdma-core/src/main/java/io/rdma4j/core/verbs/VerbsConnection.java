@@ -241,7 +241,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
      * blocks on the future and leaves the polling to the progress thread.
      */
     @Override
-    public boolean await(CompletableFuture<Void> operation, long deadlineNanos) {
+    public boolean await(CompletableFuture<?> operation, long deadlineNanos) {
         if (polling.spin(operation, deadlineNanos)) {
             return true;
         }

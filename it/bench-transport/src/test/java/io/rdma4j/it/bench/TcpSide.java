@@ -3,6 +3,7 @@ package io.rdma4j.it.bench;
 import io.rdma4j.core.Access;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaListener;
+import io.rdma4j.core.ReadRequest;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegionDescriptor;
 import io.rdma4j.core.RegisteredRegion;
@@ -23,7 +24,8 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 
-import java.util.concurrent.CompletableFuture;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The rdma4j side: two tcp-provider transports on loopback, the server publishing a {@link Transfers#filledRegion}
@@ -79,11 +81,12 @@ public class TcpSide {
             c.read(remote, offset, into.asSlice(0, length)).get();
             return;
         }
-        CompletableFuture<?>[] reads = new CompletableFuture<?>[depth];
+        // one batch, as an application with several reads at hand posts them
+        List<ReadRequest> reads = new ArrayList<>(depth);
         for (int i = 0; i < depth; i++) {
-            reads[i] = c.read(remote, offset + (long) i * length, into.asSlice((long) i * length, length));
+            reads.add(new ReadRequest(remote, offset + (long) i * length, into.asSlice((long) i * length, length)));
         }
-        CompletableFuture.allOf(reads).get();
+        c.readAll(reads).get();
     }
 
     @TearDown(Level.Trial)
