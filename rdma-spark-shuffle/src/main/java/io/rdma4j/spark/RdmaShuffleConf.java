@@ -71,7 +71,7 @@ public record RdmaShuffleConf(
             "tcp.maxUnsentResponseBytes", "tcp.maxInboxBytes", "tcp.maxConnections", "tcp.maxConnectionsPerAddress",
             "tcp.handshakeTimeout", "tcp.idleTimeout", "tcp.maxRejections", "tcp.tls", "tcp.tls.keyStore",
             "tcp.tls.keyStorePassword", "tcp.tls.trustStore", "tcp.tls.trustStorePassword", "tcp.tls.clientAuth",
-            "tcp.tls.authentication", "verbs.receiveDepth", "verbs.busyPoll", "verbs.awaitSpinMicros");
+            "tcp.tls.authentication", "tcp.awaitSpinMicros", "verbs.receiveDepth", "verbs.busyPoll", "verbs.awaitSpinMicros");
 
     private static final Logger LOG = LoggerFactory.getLogger(RdmaShuffleConf.class);
     private static final Set<String> WARNED = ConcurrentHashMap.newKeySet();

@@ -33,6 +33,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
@@ -65,6 +66,9 @@ final class DefaultRdmaTransport implements RdmaTransport {
         this.metrics = opened.metrics();
         this.timers = new ScheduledThreadPoolExecutor(1, Thread.ofPlatform().daemon().name("rdma4j-timeouts").factory());
         this.timers.setRemoveOnCancelPolicy(true);
+        // A task that is always due soon keeps the operations' timeouts (due much later) from ever heading the
+        // queue, and a task scheduled at the head of an empty queue wakes the timer thread: once per operation.
+        this.timers.scheduleAtFixedRate(() -> { }, 1, 1, TimeUnit.SECONDS);
     }
 
     static RdmaTransport open(TransportConfig config) {

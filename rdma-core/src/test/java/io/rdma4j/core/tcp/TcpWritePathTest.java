@@ -1,0 +1,152 @@
+package io.rdma4j.core.tcp;
+
+import io.rdma4j.core.Access;
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaListener;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.RequestHandler;
+import io.rdma4j.core.RequestHandlers;
+import io.rdma4j.core.TransportConfig;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The tcp write path: frames written on the caller's (or the serving reader's) thread when the socket is free,
+ * the writer thread finishing what a full socket did not take, and futures completed by the caller waiting on
+ * them, never by an I/O thread.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class TcpWritePathTest {
+
+    private static final int MESSAGE = 64 * 1024;
+
+    private Arena arena;
+    private RdmaTransport server;
+    private RdmaTransport client;
+    private RdmaListener listener;
+    private final LinkedBlockingQueue<RdmaConnection> accepted = new LinkedBlockingQueue<>();
+
+    @BeforeEach
+    void setUp() {
+        arena = Arena.ofShared();
+        TransportConfig config = TransportConfig.builder().provider("tcp").build();
+        server = RdmaTransport.open(config);
+        client = RdmaTransport.open(config);
+        listener = server.listen(new InetSocketAddress("127.0.0.1", 0),
+                RequestHandlers.of(7, RequestHandler.answering((body, context) -> body)), accepted::add);
+    }
+
+    @AfterEach
+    void tearDown() {
+        client.close();
+        server.close();
+        arena.close();
+    }
+
+    @Test
+    void messagesTheSocketCannotTakeAtOnceArriveWholeAndInOrder() throws Exception {
+        RdmaConnection c = client.connect(listener.localAddress()).get();
+        RdmaConnection served = accepted.poll(10, TimeUnit.SECONDS);
+        // The receiver takes nothing yet: past tcp.max-inbox-bytes its reader stops reading, the sockets fill,
+        // and the sender's frames go out partly inline and partly through its writer thread.
+        int count = 250; // 16 MiB (under the 256 operation slots), far beyond the socket buffers and the 4 MiB inbox bound
+        List<CompletableFuture<Void>> sent = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            sent.add(c.send(message(i)));
+        }
+        Thread.sleep(200);
+        assertFalse(sent.getLast().isDone(), "the last sends wait for a socket the peer does not read");
+        for (int i = 0; i < count; i++) {
+            ByteBuffer m = served.receive().get(30, TimeUnit.SECONDS);
+            assertEquals(message(i), m, "message " + i);
+        }
+        for (CompletableFuture<Void> f : sent) {
+            f.get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void smallAndLargeReadsInterleaveOnOneConnectionWithTheRightBytes() throws Exception {
+        long size = 8L << 20;
+        MemorySegment data = arena.allocate(size, 4096);
+        for (long i = 0; i < size; i += 8) {
+            data.set(ValueLayout.JAVA_LONG_UNALIGNED, i, i * 31 + 7);
+        }
+        RegionDescriptor remote = server.register(data, Access.remoteRead()).descriptor();
+        RdmaConnection c = client.connect(listener.localAddress()).get();
+        RegisteredRegion sink = client.register(arena.allocate(size + 65 * 64, 4096), Access.readSink());
+        CompletableFuture<Void> large = c.read(remote, 0, sink.segment().asSlice(0, size));
+        List<CompletableFuture<Void>> small = new ArrayList<>();
+        for (int i = 0; i < 64; i++) {
+            small.add(c.read(remote, i * 4096L + 8, sink.segment().asSlice(size + i * 64L, 64)));
+        }
+        for (int i = 0; i < 16; i++) {
+            c.readAndWait(remote, i * 512L, sink.segment().asSlice(size + 64 * 64, 64));
+            assertEquals(-1, sink.segment().asSlice(size + 64 * 64, 64).mismatch(data.asSlice(i * 512L, 64)));
+        }
+        large.get(30, TimeUnit.SECONDS);
+        for (CompletableFuture<Void> f : small) {
+            f.get(10, TimeUnit.SECONDS);
+        }
+        assertEquals(-1, sink.segment().asSlice(0, size).mismatch(data));
+        for (int i = 0; i < 64; i++) {
+            assertEquals(-1, sink.segment().asSlice(size + i * 64L, 64).mismatch(data.asSlice(i * 4096L + 8, 64)), "read " + i);
+        }
+    }
+
+    @Test
+    void callbacksRunOffTheConnectionsThreadsEvenWhileACallerWaits() throws Exception {
+        MemorySegment data = arena.allocate(4096, 64);
+        RegionDescriptor remote = server.register(data, Access.remoteRead()).descriptor();
+        RdmaConnection c = client.connect(listener.localAddress()).get();
+        RegisteredRegion sink = client.register(arena.allocate(4096, 64), Access.readSink());
+        for (int i = 0; i < 200; i++) {
+            CompletableFuture<String> callbackThread = new CompletableFuture<>();
+            CountDownLatch attached = new CountDownLatch(1);
+            CompletableFuture<Void> read = c.read(remote, 0, sink.segment().asSlice(0, 64));
+            Thread other = Thread.ofPlatform().start(() -> {
+                read.thenRun(() -> callbackThread.complete(Thread.currentThread().getName()));
+                attached.countDown();
+            });
+            read.get(10, TimeUnit.SECONDS); // this caller waits: it may complete the future itself
+            other.join();
+            attached.await();
+            String name = callbackThread.get(10, TimeUnit.SECONDS);
+            assertFalse(name.startsWith("rdma4j-tcp-"), "callback ran on " + name);
+
+            CompletableFuture<ByteBuffer> reply = c.request(7, ByteBuffer.wrap(new byte[] {(byte) i}));
+            CompletableFuture<String> replyThread = reply.thenApply(r -> Thread.currentThread().getName());
+            assertEquals(ByteBuffer.wrap(new byte[] {(byte) i}), reply.join());
+            assertFalse(replyThread.get(10, TimeUnit.SECONDS).startsWith("rdma4j-tcp-"));
+        }
+        assertTrue(c.isOpen());
+    }
+
+    private static ByteBuffer message(int i) {
+        ByteBuffer b = ByteBuffer.allocate(MESSAGE);
+        for (int j = 0; j < MESSAGE; j += 4) {
+            b.putInt(j, i * 1_000_003 + j);
+        }
+        return b;
+    }
+}
