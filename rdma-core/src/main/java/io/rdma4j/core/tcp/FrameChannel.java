@@ -7,10 +7,22 @@ import java.util.Optional;
 
 /**
  * The byte stream a connection's frames travel on: the socket itself, or TLS over it. One reader thread and
- * one writer thread may use it at once; where {@link #writesWithoutBlocking} says so, any thread may also try a
- * write that does not block, under the connection's write lock.
+ * one writer thread may use it at once; where {@link #writesWithoutBlocking} says so, there is no writer thread:
+ * any thread writes without blocking, under the connection's write lock, and the reader thread, while it waits
+ * for the socket, also waits for room to write what is {@link Output#pending}.
  */
 interface FrameChannel {
+
+    /** What the connection has to write, as the reader thread sees it while it waits. */
+    interface Output {
+        boolean pending();
+
+        /** Writes what the socket takes now, without blocking. */
+        void flush();
+
+        /** The socket has room again: writes what it takes now, without blocking. */
+        void socketWritable();
+    }
 
     /** Reads at least one byte into {@code dst}, blocking; -1 at the end of the stream. */
     int read(ByteBuffer dst) throws IOException;
@@ -32,7 +44,18 @@ interface FrameChannel {
     default void startFrames() throws IOException {
     }
 
-    /** Wakes the threads waiting on the socket, after it was closed, so they see it closed. */
+    /** Called before the reader thread starts, where {@link #writesWithoutBlocking}: what it writes while waiting. */
+    default void writeWhileWaiting(Output output) {
+    }
+
+    /**
+     * The reader thread, paused at a bound, waits up to {@code millis} for room to write what is pending (and
+     * writes it), without reading. Where the writer thread writes, it has nothing to do here.
+     */
+    default void awaitWritable(long millis) throws IOException {
+    }
+
+    /** Wakes the reader thread waiting on the socket: it was closed, or there is now something to write. */
     default void wakeUp() {
     }
 

@@ -14,9 +14,13 @@ import java.nio.ByteBuffer;
  */
 final class FrameInput {
 
+    /**
+     * Small, so that a fill ahead of a large data frame copies little of its data (the rest lands straight in the
+     * sink); still a hundred request frames per fill.
+     */
+    private static final int BUFFER_SIZE = 4 << 10;
     /** Reads of at least this many bytes bypass the buffer. */
-    private static final int DIRECT_READ_MIN = 16 << 10;
-    private static final int BUFFER_SIZE = 64 << 10;
+    private static final int DIRECT_READ_MIN = BUFFER_SIZE;
 
     private final FrameChannel channel;
     private final InetSocketAddress remoteAddress;

@@ -12,28 +12,34 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The frames a connection has to write. Whoever has a frame to send writes it on its own thread when the socket
- * is free and nothing is queued ahead of it, without blocking: a thread hand-off costs tens of microseconds on a
- * virtual machine, more than a small operation takes. What the socket does not take at once, and everything
- * queued behind it, the writer thread writes, blocking as needed; so the reader thread may serve requests inline
- * and still never blocks on a peer that does not read. Items that stream large transfers write one chunk per turn
- * and go to the back of the queue, so other frames interleave. Anything queued once the connection finished is
- * aborted instead of written.
+ * The frames a connection has to write, in order. On a plain socket (non-blocking once frames flow) whoever has a
+ * frame to send writes it on its own thread, together with whatever is queued ahead of it, as far as the socket
+ * takes it without blocking ({@link #flush}): a thread hand-off costs tens of microseconds on a virtual machine,
+ * more than a small operation takes. What a full socket does not take waits here, and the connection's reader
+ * thread writes it when the socket can take more (it waits for both directions at once), so nobody ever blocks
+ * on a peer that does not read. Over TLS the writer thread writes everything, blocking as needed. Items that stream
+ * large transfers write one chunk per turn and go to the back of the queue, so other frames interleave. Anything
+ * queued once the connection finished is aborted instead of written.
  */
-final class OutgoingFrames {
+final class OutgoingFrames implements FrameChannel.Output {
 
     private final TcpConnection connection;
     private final FrameChannel channel;
-    /** Whether a turn may be tried without blocking from any thread (plain sockets; TLS goes through the writer). */
+    /** Plain socket: turns are written without blocking by whoever has one, else by the writer thread. */
     private final boolean inline;
     /** Held while writing to the socket, so turns never interleave; the queue is polled only under it. */
     private final ReentrantLock writing = new ReentrantLock();
     private final ConcurrentLinkedDeque<Outgoing> queue = new ConcurrentLinkedDeque<>();
-    /** An item whose turn the socket took only part of: the writer finishes it before anything else. */
+    /** An item whose turn is being written (perhaps only partly yet): finished before anything else. */
     private volatile Outgoing current;
     private ByteBuffer[] currentTurn;
     private volatile Thread writer;
     private volatile boolean writerWaiting;
+    /**
+     * The socket took no more at the last try: nobody tries again until the reader thread saw it writable
+     * ({@link #socketWritable}), which saves a failing system call per frame while a peer reads slowly.
+     */
+    private volatile boolean socketFull;
     /** Responses to the peer's requests queued and not yet written, and their bytes: the reader's bounds. */
     private final AtomicInteger unsentResponses = new AtomicInteger();
     private final AtomicLong unsentResponseBytes = new AtomicLong();
@@ -45,29 +51,99 @@ final class OutgoingFrames {
         this.inline = channel.writesWithoutBlocking();
     }
 
-    /** Writes {@code o} now if the socket is free and nothing waits ahead of it, else queues it for the writer. */
+    /** Whether the connection needs a writer thread: only where turns cannot be written without blocking. */
+    boolean needsWriterThread() {
+        return !inline;
+    }
+
+    /** Queues {@code o} behind everything queued and, on a plain socket, writes what the socket takes now. */
     void enqueue(Outgoing o) {
-        if (inline && writing.tryLock()) {
-            boolean written = false;
+        queue.addLast(o);
+        if (inline) {
+            flush();
+        } else {
+            wakeWriter();
+        }
+        if (connection.isFinished()) {
+            abortQueued();
+        }
+    }
+
+    @Override
+    public boolean pending() {
+        return current != null || !queue.isEmpty();
+    }
+
+    /**
+     * Writes the turn begun and then queued turns, in order, as far as the socket takes them without blocking; on
+     * any thread. If another thread is writing, that one goes on, and looks at the queue again once it stopped.
+     * When the socket is full, the reader thread is woken to go on when it can take more.
+     */
+    @Override
+    public void flush() {
+        if (!inline || writing.isHeldByCurrentThread() || socketFull) {
+            // the writer thread writes everything; or a turn's completion queued more, and the loop below goes
+            // on; or the reader thread goes on once the socket has room
+            return;
+        }
+        while (pending() && writing.tryLock()) {
+            boolean full;
             try {
-                if (current == null && queue.isEmpty() && !connection.isFinished()) {
-                    written = true;
-                    writeInline(o);
-                }
+                full = !writeWhatFits();
+            } catch (IOException | RuntimeException e) {
+                failWriting(e);
+                return;
+            } catch (InternalError e) {
+                failWriting(TcpConnection.memoryFault(e));
+                return;
             } finally {
                 writing.unlock();
             }
-            if (written) {
-                if (current != null || !queue.isEmpty()) {
-                    wakeWriter();
-                }
+            if (full) {
+                socketFull = true;
+                channel.wakeUp(); // so the reader thread waits for room too
                 return;
             }
         }
-        queue.addLast(o);
-        wakeWriter();
-        if (connection.isFinished()) {
-            abortQueued();
+    }
+
+    @Override
+    public void socketWritable() {
+        socketFull = false;
+        flush();
+    }
+
+    /** Under {@link #writing}: true once nothing is left, false when the socket is full. */
+    private boolean writeWhatFits() throws IOException {
+        while (true) {
+            Outgoing o = current;
+            if (o == null) {
+                o = queue.pollFirst();
+                if (o == null) {
+                    return true;
+                }
+                current = o; // aborted if its turn fails
+                currentTurn = o.nextTurn();
+            }
+            if (!tryWrite(currentTurn)) {
+                return false;
+            }
+            current = null;
+            currentTurn = null;
+            if (o.turnWritten()) {
+                queue.addLast(o);
+            }
+        }
+    }
+
+    /** Under {@link #writing}: the socket failed; the connection ends and the turn being written is aborted. */
+    private void failWriting(Throwable e) {
+        Outgoing o = current;
+        current = null;
+        currentTurn = null;
+        connection.fail(e);
+        if (o != null) {
+            o.abort(connection.pendingFailure());
         }
     }
 
@@ -97,31 +173,14 @@ final class OutgoingFrames {
     /** Puts a frame ahead of everything queued (after a turn already begun). */
     void enqueueFirst(Outgoing o) {
         queue.addFirst(o);
-        wakeWriter();
-    }
-
-    /** Under {@link #writing}, nothing ahead: one turn of {@code o} without blocking; the writer takes the rest. */
-    private void writeInline(Outgoing o) {
-        try {
-            ByteBuffer[] turn = o.nextTurn();
-            if (!tryWrite(turn)) {
-                currentTurn = turn;
-                current = o;
-                return;
-            }
-            if (o.turnWritten()) {
-                queue.addLast(o);
-            }
-        } catch (IOException | RuntimeException e) {
-            connection.fail(e);
-            o.abort(connection.pendingFailure());
-        } catch (InternalError e) {
-            connection.fail(TcpConnection.memoryFault(e));
-            o.abort(connection.pendingFailure());
+        if (inline) {
+            flush();
+        } else {
+            wakeWriter();
         }
     }
 
-    /** The writer thread's body; runs until the connection interrupts it or the socket fails. */
+    /** The writer thread's body (TLS); runs until the connection interrupts it or the socket fails. */
     void writeLoop() {
         writer = Thread.currentThread();
         try {
@@ -142,19 +201,8 @@ final class OutgoingFrames {
         } catch (InternalError e) {
             connection.fail(TcpConnection.memoryFault(e));
         } finally {
-            writing.lock();
-            try {
-                Outgoing o = current;
-                current = null;
-                currentTurn = null;
-                if (o != null) {
-                    o.abort(connection.pendingFailure());
-                }
-            } finally {
-                writing.unlock();
-            }
             if (connection.isFinished()) {
-                abortQueued();
+                abortAll();
             }
         }
     }
@@ -227,6 +275,22 @@ final class OutgoingFrames {
             left += b.remaining();
         }
         return left;
+    }
+
+    /** Aborts the turn begun and everything queued; the connection finished. */
+    void abortAll() {
+        writing.lock(); // held only while writing without blocking, or by the writer thread, stopped by now
+        try {
+            Outgoing o = current;
+            current = null;
+            currentTurn = null;
+            if (o != null) {
+                o.abort(connection.pendingFailure());
+            }
+        } finally {
+            writing.unlock();
+        }
+        abortQueued();
     }
 
     void abortQueued() {

@@ -9,16 +9,17 @@ import java.nio.channels.SocketChannel;
 
 /**
  * The socket as is. Blocking during the handshake; once frames flow it is non-blocking, so that any thread can
- * try a write without ever blocking on a peer that does not read ({@link OutgoingFrames}), and the reader and
- * writer threads wait for the socket each with a selector of their own (the writer's opened the first time the
- * socket is full).
+ * write without ever blocking on a peer that does not read ({@link OutgoingFrames}). The reader thread waits in a
+ * selector for data and, while frames are {@link Output#pending}, for room to write them too: the connection's
+ * one thread both reads and finishes what the socket did not take at once.
  */
 final class PlainChannel implements FrameChannel {
 
     private final SocketChannel socket;
     private volatile boolean nonBlocking;
-    private volatile Selector readable;
-    private volatile Selector writable;
+    private volatile Selector selector;
+    private SelectionKey key;
+    private Output output;
 
     PlainChannel(SocketChannel socket) {
         this.socket = socket;
@@ -27,16 +28,23 @@ final class PlainChannel implements FrameChannel {
     @Override
     public void startFrames() throws IOException {
         socket.configureBlocking(false);
-        readable = Selector.open();
+        Selector s = Selector.open();
         try {
-            socket.register(readable, SelectionKey.OP_READ);
+            key = socket.register(s, SelectionKey.OP_READ);
         } catch (IOException | RuntimeException e) {
-            readable.close();
+            s.close();
             throw e;
         }
+        selector = s;
         nonBlocking = true;
     }
 
+    @Override
+    public void writeWhileWaiting(Output output) {
+        this.output = output;
+    }
+
+    /** Reader thread only. */
     @Override
     public int read(ByteBuffer dst) throws IOException {
         if (!nonBlocking) {
@@ -47,34 +55,36 @@ final class PlainChannel implements FrameChannel {
             if (n != 0 || !dst.hasRemaining()) {
                 return n;
             }
-            readable.select();
-            readable.selectedKeys().clear();
-            if (!socket.isOpen()) {
-                throw new ClosedChannelException();
-            }
+            await(SelectionKey.OP_READ, 0);
         }
     }
 
     @Override
+    public void awaitWritable(long millis) throws IOException {
+        await(0, millis);
+    }
+
+    /** Waits for {@code ops}, and for room to write while output is pending (then writes it); 0: no time limit. */
+    private void await(int ops, long millis) throws IOException {
+        boolean writing = output != null && output.pending();
+        key.interestOps(ops | (writing ? SelectionKey.OP_WRITE : 0));
+        int ready = selector.select(millis);
+        selector.selectedKeys().clear();
+        if (!socket.isOpen()) {
+            throw new ClosedChannelException();
+        }
+        if (writing && ready > 0 && key.isWritable()) {
+            output.socketWritable();
+        }
+    }
+
+    /** Blocking writes are the handshake's only: once frames flow, {@link #tryWrite} is the only way to write. */
+    @Override
     public long write(ByteBuffer[] srcs) throws IOException {
-        if (!nonBlocking) {
-            return socket.write(srcs);
+        if (nonBlocking) {
+            throw new IllegalStateException("frames on a plain socket are written without blocking");
         }
-        while (true) {
-            long n = socket.write(srcs);
-            if (n != 0 || !hasRemaining(srcs)) {
-                return n;
-            }
-            Selector s = writeSelector();
-            if (!socket.isOpen()) {
-                throw new ClosedChannelException();
-            }
-            s.select();
-            s.selectedKeys().clear();
-            if (!socket.isOpen()) {
-                throw new ClosedChannelException();
-            }
-        }
+        return socket.write(srcs);
     }
 
     @Override
@@ -87,49 +97,17 @@ final class PlainChannel implements FrameChannel {
         return socket.write(srcs);
     }
 
-    private Selector writeSelector() throws IOException {
-        Selector s = writable;
-        if (s == null) {
-            s = Selector.open();
-            try {
-                socket.register(s, SelectionKey.OP_WRITE);
-            } catch (IOException | RuntimeException e) {
-                s.close();
-                throw e;
-            }
-            writable = s;
-        }
-        return s;
-    }
-
-    private static boolean hasRemaining(ByteBuffer[] srcs) {
-        for (ByteBuffer b : srcs) {
-            if (b.hasRemaining()) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     @Override
     public void wakeUp() {
-        Selector r = readable;
-        if (r != null) {
-            r.wakeup();
-        }
-        Selector w = writable;
-        if (w != null) {
-            w.wakeup();
+        Selector s = selector;
+        if (s != null) {
+            s.wakeup();
         }
     }
 
     @Override
     public void release() {
-        closeQuietly(readable);
-        closeQuietly(writable);
-    }
-
-    private static void closeQuietly(Selector s) {
+        Selector s = selector;
         if (s != null) {
             try {
                 s.close();

@@ -23,10 +23,11 @@ import java.util.function.BooleanSupplier;
 /**
  * One tcp connection, symmetric: each side issues requests ({@link PendingOperations}) and serves the peer's
  * ({@link PeerRequests}). Exactly one reader thread reads and dispatches (moving data straight from the
- * socket into sinks and written regions), and one writer thread drains {@link OutgoingFrames} (streaming
- * served reads straight from registered memory), so a side never blocks reading while its peer blocks
- * writing. Large transfers go out one chunk per turn, so other frames interleave. This class owns the
- * socket, both threads and the closing.
+ * socket into sinks and written regions). Frames go out through {@link OutgoingFrames} (served reads straight
+ * from registered memory): on a plain socket written without blocking by whichever thread has them, the rest by
+ * the reader while it waits; over TLS by a writer thread. Either way a side never blocks reading while its peer
+ * blocks writing. Large transfers go out one chunk per turn, so other frames interleave. This class owns the
+ * socket, the threads and the closing.
  */
 final class TcpConnection implements ProviderConnection {
 
@@ -73,6 +74,7 @@ final class TcpConnection implements ProviderConnection {
         this.frames = frames;
         frames.startFrames();
         this.outgoing = new OutgoingFrames(this, frames);
+        frames.writeWhileWaiting(outgoing);
         this.input = new FrameInput(frames, remoteAddress, pending);
         this.peerRequests = new PeerRequests(this, transport, outgoing, remoteAddress, chunkSize);
     }
@@ -86,8 +88,11 @@ final class TcpConnection implements ProviderConnection {
             this.events = events;
             if (closeCause == null) {
                 String name = "rdma4j-tcp-" + remoteAddress.getPort();
-                // Platform threads: they wait in selectors, and a waiting platform thread wakes straight from the kernel.
-                writer = Thread.ofPlatform().daemon().name(name + "-writer").start(outgoing::writeLoop);
+                // Platform threads: they wait in selectors (or blocking TLS reads), and a waiting platform thread
+                // wakes straight from the kernel. Only TLS needs a writer thread; see OutgoingFrames.
+                if (outgoing.needsWriterThread()) {
+                    writer = Thread.ofPlatform().daemon().name(name + "-writer").start(outgoing::writeLoop);
+                }
                 reader = Thread.ofPlatform().daemon().name(name + "-reader").start(this::readLoop);
                 return;
             }
@@ -188,6 +193,10 @@ final class TcpConnection implements ProviderConnection {
                     case TcpFrameCodec.CLOSE -> throw new ConnectionClosedException(remoteAddress + " closed the connection");
                     default -> throw new ProtocolException("unexpected frame type " + h.type());
                 }
+                // While frames keep arriving the reader does not wait, so it tries what a full socket left here.
+                if (outgoing.pending()) {
+                    outgoing.flush();
+                }
             }
         } catch (IOException | RuntimeException e) {
             fail(e);
@@ -215,25 +224,32 @@ final class TcpConnection implements ProviderConnection {
      * unanswered requests): the socket is not read, so TCP's flow control holds the peer back and this side's
      * memory stays bounded whatever the peer sends.
      */
-    private void awaitCapacity() {
+    private void awaitCapacity() throws IOException {
         if (!atBound()) {
             return;
         }
-        synchronized (readGate) {
-            readingPaused = true;
-            try {
-                while (closeCause == null && atBound()) {
-                    // The application's receive() does not signal this gate: poll for it.
-                    readGate.wait(5);
+        readingPaused = true;
+        try {
+            while (closeCause == null && atBound()) {
+                if (outgoing.needsWriterThread()) {
+                    synchronized (readGate) {
+                        if (atBound()) {
+                            // The application's receive() does not signal this gate: poll for it.
+                            readGate.wait(5);
+                        }
+                    }
+                } else {
+                    // no writer thread: write the responses here, and poll for the application's receive()
+                    frames.awaitWritable(5);
                 }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new ConnectionClosedException("reader of the connection to " + remoteAddress + " was interrupted");
-            } finally {
-                // the pause was this side's choice, not the peer's silence
-                input.markRead();
-                readingPaused = false;
             }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ConnectionClosedException("reader of the connection to " + remoteAddress + " was interrupted");
+        } finally {
+            // the pause was this side's choice, not the peer's silence
+            input.markRead();
+            readingPaused = false;
         }
     }
 
@@ -248,8 +264,12 @@ final class TcpConnection implements ProviderConnection {
     /** A response was written or dropped: a reader waiting on the response bounds may go on. */
     void responseWritten() {
         if (readingPaused) {
-            synchronized (readGate) {
-                readGate.notifyAll();
+            if (outgoing.needsWriterThread()) {
+                synchronized (readGate) {
+                    readGate.notifyAll();
+                }
+            } else {
+                frames.wakeUp();
             }
         }
     }
@@ -357,7 +377,7 @@ final class TcpConnection implements ProviderConnection {
         }
         finished = true;
         frames.release();
-        outgoing.abortQueued();
+        outgoing.abortAll();
         peerRequests.releaseAll();
         transport.connectionClosed(this);
         ConnectionEvents e;

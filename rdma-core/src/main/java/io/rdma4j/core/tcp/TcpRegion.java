@@ -5,14 +5,15 @@ import io.rdma4j.core.spi.ProviderRegion;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A tcp registration: a random key mapped to live memory. Serving a peer's request pins the region
  * (per connection), so {@link #close()} can revoke the key at once and then wait for in-flight serves.
+ * Pinning takes no lock the region's other connections share: a region served to many peers at once is pinned
+ * by all their reader threads, and a thread preempted while holding a shared monitor stalled them all.
  */
 final class TcpRegion implements ProviderRegion {
 
@@ -22,8 +23,9 @@ final class TcpRegion implements ProviderRegion {
     private final MemorySegment segment;
     private final Set<Access> access;
     private final long key;
-    private final Map<TcpConnection, Integer> serving = new HashMap<>();
-    private boolean revoked;
+    /** Serves in flight per connection; a connection's entry is touched by its own threads only, until closing. */
+    private final ConcurrentHashMap<TcpConnection, Integer> serving = new ConcurrentHashMap<>();
+    private volatile boolean revoked;
 
     TcpRegion(TcpTransport transport, MemorySegment segment, Set<Access> access, long key) {
         this.transport = transport;
@@ -45,23 +47,33 @@ final class TcpRegion implements ProviderRegion {
         return access.contains(right);
     }
 
-    /** Marks a serve by {@code connection}; false once the key is revoked. */
-    synchronized boolean pin(TcpConnection connection) {
+    /**
+     * Marks a serve by {@code connection}; false once the key is revoked. Counted before {@code revoked} is read,
+     * while {@link #close} sets it before it reads the counts: either the serve sees the revocation, or close
+     * waits for the serve.
+     */
+    boolean pin(TcpConnection connection) {
         if (revoked) {
             return false;
         }
         serving.merge(connection, 1, Integer::sum);
+        if (revoked) {
+            unpin(connection);
+            return false;
+        }
         return true;
     }
 
-    synchronized void unpin(TcpConnection connection) {
+    void unpin(TcpConnection connection) {
         serving.computeIfPresent(connection, (c, n) -> n == 1 ? null : n - 1);
-        if (serving.isEmpty()) {
-            notifyAll();
+        if (revoked && serving.isEmpty()) {
+            synchronized (this) {
+                notifyAll();
+            }
         }
     }
 
-    synchronized boolean isRevoked() {
+    boolean isRevoked() {
         return revoked;
     }
 
@@ -80,10 +92,7 @@ final class TcpRegion implements ProviderRegion {
         }
         // A serve is stuck in a socket read or write (a peer not draining its data): closing its
         // connection aborts the I/O, so close() never hangs on a misbehaving peer.
-        List<TcpConnection> stuck;
-        synchronized (this) {
-            stuck = List.copyOf(serving.keySet());
-        }
+        List<TcpConnection> stuck = List.copyOf(serving.keySet());
         LOG.log(System.Logger.Level.WARNING, "region still served after " + wait + " once deregistered; closing "
                 + stuck.size() + " connection(s) that hold it");
         stuck.forEach(TcpConnection::close);

@@ -31,9 +31,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The tcp write path: frames written on the caller's (or the serving reader's) thread when the socket is free,
- * the writer thread finishing what a full socket did not take, and futures completed by the caller waiting on
- * them, never by an I/O thread.
+ * The tcp write path: frames written on the caller's (or the serving reader's) thread as far as the socket takes
+ * them, the reader thread finishing what a full socket did not take, and futures completed by the caller waiting
+ * on them, never by an I/O thread.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class TcpWritePathTest {
@@ -68,7 +68,7 @@ class TcpWritePathTest {
         RdmaConnection c = client.connect(listener.localAddress()).get();
         RdmaConnection served = accepted.poll(10, TimeUnit.SECONDS);
         // The receiver takes nothing yet: past tcp.max-inbox-bytes its reader stops reading, the sockets fill,
-        // and the sender's frames go out partly inline and partly through its writer thread.
+        // and the sender's frames go out partly inline and partly from its reader thread once there is room.
         int count = 250; // 16 MiB (under the 256 operation slots), far beyond the socket buffers and the 4 MiB inbox bound
         List<CompletableFuture<Void>> sent = new ArrayList<>();
         for (int i = 0; i < count; i++) {
