@@ -148,7 +148,9 @@ final class TcpConnection implements ProviderConnection {
     public void spinWait(BooleanSupplier done) {
         long spinUntil = System.nanoTime() + options.awaitSpinNanos();
         while (!done.getAsBoolean() && System.nanoTime() - spinUntil < 0) {
-            Thread.onSpinWait();
+            // Yielding, not just pausing: with more runnable threads than cores, the reader thread that would land
+            // the answer may be waiting for this very CPU.
+            Thread.yield();
         }
     }
 

@@ -22,7 +22,8 @@ import java.util.regex.Pattern;
 final class JmhRuns {
 
     static final int FORKS = 1;
-    static final int WARMUP_ITERATIONS = 2;
+    /** Enough for C2 to be done with the transport on 2 cores; with 2 it still compiled in the first measured seconds. */
+    static final int WARMUP_ITERATIONS = 5;
     static final int MEASUREMENT_ITERATIONS = 5;
     static final TimeValue ITERATION = TimeValue.seconds(1);
 
