@@ -25,6 +25,7 @@ final class NioServer implements AutoCloseable {
     private final MemorySegment data;
     private final ServerSocketChannel server;
     private final List<SocketChannel> accepted = new ArrayList<>();
+    private final List<Thread> serving = new ArrayList<>();
 
     NioServer(MemorySegment data) throws IOException {
         this.data = data;
@@ -47,8 +48,8 @@ final class NioServer implements AutoCloseable {
                 c.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 synchronized (accepted) {
                     accepted.add(c);
+                    serving.add(Thread.ofPlatform().daemon().name("nio-bench-serve").start(() -> serve(c)));
                 }
-                Thread.ofPlatform().daemon().name("nio-bench-serve").start(() -> serve(c));
             }
         } catch (IOException closed) {
             // the server was closed: no more connections
@@ -95,13 +96,19 @@ final class NioServer implements AutoCloseable {
         return true;
     }
 
+    /** Closes every connection and waits for their threads, which may still be writing from the region's memory. */
     @Override
-    public void close() throws IOException {
+    public void close() throws IOException, InterruptedException {
         server.close();
+        List<Thread> threads;
         synchronized (accepted) {
             for (SocketChannel c : accepted) {
                 c.close();
             }
+            threads = List.copyOf(serving);
+        }
+        for (Thread t : threads) {
+            t.join(10_000);
         }
     }
 }
