@@ -93,8 +93,9 @@ final class OperationFuture<T> extends CompletableFuture<T> {
 
     @Override
     public T get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
-        awaitOutcome(System.nanoTime() + unit.toNanos(timeout));
-        return super.get(timeout, unit);
+        long deadline = System.nanoTime() + unit.toNanos(timeout);
+        awaitOutcome(deadline);
+        return super.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
     }
 
     @Override
