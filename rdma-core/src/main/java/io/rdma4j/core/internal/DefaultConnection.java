@@ -147,7 +147,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
             List<CompletableFuture<Void>> results = new ArrayList<>(ops.size());
             for (Op op : ops) {
                 results.add(start(OperationType.WRITE, op.local.byteSize(), op.region,
-                        () -> pc.write(op.remoteAddress, op.key, op.local, op.region.providerRegion())));
+                        () -> pc.write(op.remoteAddress, op.key, op.local, op.region.providerRegion()), true));
             }
             return Futures.allOf(results);
         } catch (RuntimeException e) {
@@ -183,7 +183,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         if (group.size() == 1) {
             Op op = group.getFirst();
             results.add(start(type, op.local.byteSize(), op.region,
-                    () -> pc.read(op.remoteAddress, op.key, op.local, op.region.providerRegion())));
+                    () -> pc.read(op.remoteAddress, op.key, op.local, op.region.providerRegion()), true));
             return results;
         }
         List<ProviderConnection.ProviderRead> batch = new ArrayList<>(group.size());
@@ -260,8 +260,9 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         return result;
     }
 
+    /** {@code usersFuture}: see {@link Tracker#follow}. */
     private CompletableFuture<Void> start(OperationType type, long bytes, DefaultRegion region,
-                                          Supplier<CompletableFuture<Void>> action) {
+                                          Supplier<CompletableFuture<Void>> action, boolean usersFuture) {
         Tracker t = begin(type, bytes, region);
         CompletableFuture<Void> providerFuture;
         try {
@@ -269,7 +270,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         } catch (RuntimeException e) {
             providerFuture = CompletableFuture.failedFuture(e);
         }
-        return t.follow(providerFuture, true);
+        return t.follow(providerFuture, usersFuture);
     }
 
     /** Takes a back-pressure permit and pins the local region; the tracker gives both back. */
@@ -291,7 +292,6 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         private final long startNanos = System.nanoTime();
         /** The user's future, made by follow() only: readAndWait settles without one. */
         private CompletableFuture<Void> result;
-        private boolean usersFuture;
         private volatile RdmaTimeoutException timedOut;
 
         Tracker(OperationType type, long bytes, DefaultRegion region) {
@@ -308,7 +308,6 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
             CompletableFuture<Void> result = usersFuture
                     ? new OperationFuture<>(pc, transport.completions(), bytes <= SPIN_MAX_BYTES) : new CompletableFuture<>();
             this.result = result;
-            this.usersFuture = usersFuture;
             var timer = transport.timers().schedule(this::onTimeout, timeoutNanos, TimeUnit.NANOSECONDS);
             providerFuture.whenComplete((v, error) -> {
                 timer.cancel(false);
@@ -330,8 +329,8 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
             if (result == null) {
                 return; // never followed: the caller that began it rethrows the failure itself
             }
-            if (usersFuture) {
-                ((OperationFuture<Void>) result).settle(null, failure);
+            if (result instanceof OperationFuture<Void> users) {
+                users.settle(null, failure);
             } else if (failure == null) {
                 result.complete(null);
             } else {
@@ -388,14 +387,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
     CompletableFuture<Void> sendFramed(ByteBuffer framed, int bodySize, boolean usersFuture) {
         try {
             checkOpen();
-            Tracker t = begin(OperationType.SEND, bodySize, null);
-            CompletableFuture<Void> sent;
-            try {
-                sent = pc.send(framed);
-            } catch (RuntimeException e) {
-                sent = CompletableFuture.failedFuture(e);
-            }
-            return t.follow(sent, usersFuture);
+            return start(OperationType.SEND, bodySize, null, () -> pc.send(framed), usersFuture);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }

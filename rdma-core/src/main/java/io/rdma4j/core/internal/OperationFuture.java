@@ -103,9 +103,4 @@ final class OperationFuture<T> extends CompletableFuture<T> {
         awaitOutcome(System.nanoTime() + Long.MAX_VALUE / 2);
         return super.join();
     }
-
-    @Override
-    public <U> CompletableFuture<U> newIncompleteFuture() {
-        return new CompletableFuture<>();
-    }
 }

@@ -89,7 +89,7 @@ final class OutgoingFrames implements FrameChannel.Output {
         while (pending() && writing.tryLock()) {
             boolean full;
             try {
-                full = !writeWhatFits();
+                full = !writeQueued(false);
             } catch (IOException | RuntimeException e) {
                 failWriting(e);
                 return;
@@ -113,8 +113,11 @@ final class OutgoingFrames implements FrameChannel.Output {
         flush();
     }
 
-    /** Under {@link #writing}: true once nothing is left, false when the socket is full. */
-    private boolean writeWhatFits() throws IOException {
+    /**
+     * Under {@link #writing}: writes the turn begun, then queued turns, until nothing is left (true) or, when it
+     * may not block, until the socket is full (false; the turn begun stays {@link #current}).
+     */
+    private boolean writeQueued(boolean mayBlock) throws IOException {
         while (true) {
             Outgoing o = current;
             if (o == null) {
@@ -125,7 +128,9 @@ final class OutgoingFrames implements FrameChannel.Output {
                 current = o; // aborted if its turn fails
                 currentTurn = o.nextTurn();
             }
-            if (!tryWrite(currentTurn)) {
+            if (mayBlock) {
+                writeFully(currentTurn);
+            } else if (!tryWrite(currentTurn)) {
                 return false;
             }
             current = null;
@@ -185,16 +190,13 @@ final class OutgoingFrames implements FrameChannel.Output {
         writer = Thread.currentThread();
         try {
             while (!Thread.currentThread().isInterrupted()) {
-                boolean wrote;
                 writing.lock();
                 try {
-                    wrote = writeNext();
+                    writeQueued(true);
                 } finally {
                     writing.unlock();
                 }
-                if (!wrote) {
-                    awaitWork();
-                }
+                awaitWork();
             }
         } catch (IOException | RuntimeException e) {
             connection.fail(e);
@@ -205,28 +207,6 @@ final class OutgoingFrames implements FrameChannel.Output {
                 abortAll();
             }
         }
-    }
-
-    /** Under {@link #writing}: finishes the turn begun, else writes the next item's turn; false if nothing is queued. */
-    private boolean writeNext() throws IOException {
-        Outgoing o = current;
-        ByteBuffer[] turn = currentTurn;
-        if (o == null) {
-            o = queue.pollFirst();
-            if (o == null) {
-                return false;
-            }
-            current = o; // aborted by the loop if the turn fails
-            turn = o.nextTurn();
-            currentTurn = turn;
-        }
-        writeFully(turn);
-        current = null;
-        currentTurn = null;
-        if (o.turnWritten()) {
-            queue.addLast(o);
-        }
-        return true;
     }
 
     private void awaitWork() {

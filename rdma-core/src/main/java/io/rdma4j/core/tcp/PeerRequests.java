@@ -225,17 +225,19 @@ final class PeerRequests {
             if (!last) {
                 return true;
             }
-            if (released.compareAndSet(false, true)) {
-                region.unpin(connection);
+            if (release()) { // not released before: served, not refused
                 transport.metrics().recordServed(OperationType.READ, length);
             }
             return false;
         }
 
-        private void release() {
+        /** Unpins the region, once; true the first time. */
+        private boolean release() {
             if (released.compareAndSet(false, true)) {
                 region.unpin(connection);
+                return true;
             }
+            return false;
         }
 
         @Override

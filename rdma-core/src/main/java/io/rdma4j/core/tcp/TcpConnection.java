@@ -196,9 +196,7 @@ final class TcpConnection implements ProviderConnection {
                     default -> throw new ProtocolException("unexpected frame type " + h.type());
                 }
                 // While frames keep arriving the reader does not wait, so it tries what a full socket left here.
-                if (outgoing.pending()) {
-                    outgoing.flush();
-                }
+                outgoing.flush();
             }
         } catch (IOException | RuntimeException e) {
             fail(e);
