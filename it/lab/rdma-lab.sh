@@ -20,7 +20,7 @@
 #                     guest script as $RDMA_LAB_SHARE (default: a new directory under $RDMA_LAB_DIR/runs)
 #   RDMA_LAB_TIMEOUT  seconds before a boot is killed (default 1200)
 #   RDMA_LAB_BOOT_TIMEOUT  seconds the guest has to bring its devices up (guest-init's "ready") before the boot is
-#                     killed as hung (default 300; a normal boot is ready within a minute)
+#                     killed as hung (default 90; a normal boot is ready in 7–25 s)
 #   RDMA_LAB_VM_MEM / RDMA_LAB_VM_CPUS   guest size (default 4G / 2)
 #
 # setup, ensure, ensure-host, run and shell need root: run by another user, they go through `sudo -n`
@@ -47,7 +47,7 @@ LAB_FORMAT=1
 VM_MEM=${RDMA_LAB_VM_MEM:-4G}
 VM_CPUS=${RDMA_LAB_VM_CPUS:-2}
 RUN_TIMEOUT=${RDMA_LAB_TIMEOUT:-1200}
-BOOT_TIMEOUT=${RDMA_LAB_BOOT_TIMEOUT:-300}
+BOOT_TIMEOUT=${RDMA_LAB_BOOT_TIMEOUT:-90}
 
 # What the host tests outside the lab use: libibverbs/librdmacm with the providers, their headers and gcc
 # (rdma-native-loader compares the generated layouts with gcc's).

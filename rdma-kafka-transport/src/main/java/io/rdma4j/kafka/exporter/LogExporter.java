@@ -254,24 +254,29 @@ public final class LogExporter implements AutoCloseable {
         Map<TopicPartition, Integer> leader = leaders;
         IOException failed = null;
         for (PartitionExport p : partitions.values()) {
-            try {
-                p.syncSegments();
-                Long h = hw.get(p.partition());
-                if (h != null && start.containsKey(p.partition())) {
-                    // Without the broker's last stable offset the previous one stands: the high watermark in its
-                    // place would show read_committed consumers open transactions.
-                    Long stable = lso.get(p.partition());
-                    var before = p.published();
-                    long lastStable = stable != null ? stable : before != null ? before.lastStableOffset() : start.get(p.partition());
-                    p.publish(h, start.get(p.partition()), lastStable,
-                            leader.getOrDefault(p.partition(), Watermark.UNKNOWN_LEADER));
-                }
-            } catch (IOException e) {
-                // One partition's files (truncated, vanishing) must not hold back the others' watermarks.
-                if (failed == null) {
-                    failed = e;
-                } else {
-                    failed.addSuppressed(e);
+            // Synced and published under the partition's lock as one step: a segment the cleaner just swapped in is
+            // registered only by the publish, and a directory request in between would find the offsets it holds
+            // not exported and send the consumer to Kafka's fetch path for a whole fallback period.
+            synchronized (p) {
+                try {
+                    p.syncSegments();
+                    Long h = hw.get(p.partition());
+                    if (h != null && start.containsKey(p.partition())) {
+                        // Without the broker's last stable offset the previous one stands: the high watermark in its
+                        // place would show read_committed consumers open transactions.
+                        Long stable = lso.get(p.partition());
+                        var before = p.published();
+                        long lastStable = stable != null ? stable : before != null ? before.lastStableOffset() : start.get(p.partition());
+                        p.publish(h, start.get(p.partition()), lastStable,
+                                leader.getOrDefault(p.partition(), Watermark.UNKNOWN_LEADER));
+                    }
+                } catch (IOException e) {
+                    // One partition's files (truncated, vanishing) must not hold back the others' watermarks.
+                    if (failed == null) {
+                        failed = e;
+                    } else {
+                        failed.addSuppressed(e);
+                    }
                 }
             }
         }
