@@ -6,9 +6,9 @@ import java.util.concurrent.CompletionStage;
 import java.util.function.BiFunction;
 
 /**
- * Answers one type of request on a listener's connections (see {@link RequestHandlers}). Runs on the
- * transport's completion threads, never on a provider's I/O thread, so it may block; it may also answer
- * later by completing the returned stage. The reply body must fit {@link TransportConfig#maxMessageSize()}.
+ * Answers one type of request on a listener's connections (see {@link RequestHandlers}). Never runs on a thread
+ * that reads a connection (on tcp: the thread that read the request, after it handed reading to another; else a
+ * completion thread), so it may block; it may also answer later by completing the returned stage. The reply body must fit {@link TransportConfig#maxMessageSize()}.
  *
  * <p>Throw (or complete exceptionally with) {@link RequestRefusedException} or {@link ProtocolException} to
  * refuse a request: the requester gets a {@link RemoteRequestException} with

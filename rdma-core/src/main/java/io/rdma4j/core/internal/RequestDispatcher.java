@@ -44,7 +44,11 @@ final class RequestDispatcher {
         this.peer = peer;
     }
 
-    /** A peer's request: handed to its handler on a completion thread, never run on the provider's thread. */
+    /**
+     * A peer's request, on the provider's thread. Its handler runs right here where the provider hands reading to
+     * another thread first (the tcp provider does: no thread has to be woken before the handler runs), else on a
+     * completion thread; never on a thread that still reads the connection.
+     */
     void serve(MessageHeader header, ByteBuffer body) {
         unanswered.incrementAndGet();
         RequestHandler handler = handlers.handler(header.type());
@@ -62,7 +66,7 @@ final class RequestDispatcher {
             return;
         }
         ByteBuffer request = body.asReadOnlyBuffer();
-        transport.completions().execute(() -> {
+        Runnable handle = () -> {
             CompletionStage<ByteBuffer> reply;
             try {
                 reply = handler.handle(request, new RequestContext(header.type(), peer, connection));
@@ -84,15 +88,20 @@ final class RequestDispatcher {
                         }
                     });
                 };
-                // A reply the handler had ready goes out from this completion thread; one completed later by some
-                // other thread (perhaps the application's own) is handed back to a completion thread.
+                // A reply the handler had ready goes out from its thread; one completed later by some other thread
+                // (perhaps the application's own) is handed back to a completion thread.
                 if (Thread.currentThread() == handling) {
                     send.run();
                 } else {
                     transport.completions().execute(send);
                 }
             });
-        });
+        };
+        if (pc.handOffReading()) {
+            handle.run();
+        } else {
+            transport.completions().execute(handle);
+        }
     }
 
     private void replyLater(ByteBuffer framed, int bodySize) {

@@ -37,18 +37,28 @@ public interface ProviderConnection {
     }
 
     /**
-     * Waits until {@code operation} (a future this connection returned) is done, or until
-     * {@code deadlineNanos} on the {@link System#nanoTime()} scale; false at the deadline. Providers that can
-     * reap completions in the calling thread override this, so a waiting caller needs no thread hand-off.
-     * Interrupts do not end the wait; the flag is restored.
-     */
-    /**
      * Lets a caller about to wait for something this connection's threads bring about check for it ({@code done})
      * briefly without sleeping, where the provider finds that cheaper than being woken; returns at once by default.
      */
     default void spinWait(BooleanSupplier done) {
     }
 
+    /**
+     * Called from {@link ConnectionEvents#onMessage} on the provider's thread: where the provider can have another
+     * thread read the connection from now on, it does so and returns true, and the calling thread may then run
+     * application code that blocks before returning. False (the default): the caller returns promptly, and such code
+     * runs elsewhere.
+     */
+    default boolean handOffReading() {
+        return false;
+    }
+
+    /**
+     * Waits until {@code operation} (a future this connection returned) is done, or until
+     * {@code deadlineNanos} on the {@link System#nanoTime()} scale; false at the deadline. Providers that can
+     * reap completions in the calling thread override this, so a waiting caller needs no thread hand-off.
+     * Interrupts do not end the wait; the flag is restored.
+     */
     default boolean await(CompletableFuture<?> operation, long deadlineNanos) {
         boolean interrupted = false;
         try {

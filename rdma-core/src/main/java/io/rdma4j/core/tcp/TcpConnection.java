@@ -22,8 +22,8 @@ import java.util.function.BooleanSupplier;
 
 /**
  * One tcp connection, symmetric: each side issues requests ({@link PendingOperations}) and serves the peer's
- * ({@link PeerRequests}). Exactly one reader thread reads and dispatches (moving data straight from the
- * socket into sinks and written regions). Frames go out through {@link OutgoingFrames} (served reads straight
+ * ({@link PeerRequests}). Exactly one thread at a time reads and dispatches (moving data straight from the
+ * socket into sinks and written regions); it hands reading over to run a request's handler ({@link ReaderThreads}). Frames go out through {@link OutgoingFrames} (served reads straight
  * from registered memory): on a plain socket written without blocking by whichever thread has them, the rest by
  * the reader while it waits; over TLS by a writer thread. Either way a side never blocks reading while its peer
  * blocks writing. Large transfers go out one chunk per turn, so other frames interleave. This class owns the
@@ -58,7 +58,7 @@ final class TcpConnection implements ProviderConnection {
     private volatile boolean finished;
     private volatile RdmaException closeCause;
     private volatile ConnectionEvents events;
-    private Thread reader;
+    private ReaderThreads readers;
     private Thread writer;
 
     TcpConnection(TcpTransport transport, SocketChannel channel, FrameChannel frames, Runnable releaseSlot) throws IOException {
@@ -93,7 +93,8 @@ final class TcpConnection implements ProviderConnection {
                 if (outgoing.needsWriterThread()) {
                     writer = Thread.ofPlatform().daemon().name(name + "-writer").start(outgoing::writeLoop);
                 }
-                reader = Thread.ofPlatform().daemon().name(name + "-reader").start(this::readLoop);
+                readers = new ReaderThreads(name + "-reader", this::readLoop);
+                readers.start();
                 return;
             }
         }
@@ -165,8 +166,16 @@ final class TcpConnection implements ProviderConnection {
         return done;
     }
 
+    /** Hands reading to another thread when the caller reads this connection; see {@link ReaderThreads}. */
+    @Override
+    public boolean handOffReading() {
+        ReaderThreads r = readers;
+        return r != null && r.handOff();
+    }
+
     // ---- reader thread ----
 
+    /** Runs while the calling thread leads {@link #readers}; the last leader finishes the connection. */
     private void readLoop() {
         FrameInput input = this.input;
         ByteBuffer header = ByteBuffer.allocateDirect(TcpFrameCodec.HEADER_SIZE);
@@ -197,12 +206,17 @@ final class TcpConnection implements ProviderConnection {
                 }
                 // While frames keep arriving the reader does not wait, so it tries what a full socket left here.
                 outgoing.flush();
+                if (!readers.leads()) {
+                    return; // This thread ran a request's handler after handing reading over: the new leader reads on.
+                }
             }
         } catch (IOException | RuntimeException e) {
             fail(e);
         } catch (InternalError e) {
             fail(memoryFault(e));
-        } finally {
+        }
+        // After a hand-off a failure here (a bug) only closes the socket: the leader then finishes.
+        if (readers.leads()) {
             finish();
         }
     }
@@ -390,6 +404,13 @@ final class TcpConnection implements ProviderConnection {
             e.onClosed(closeCause);
         }
         pending.failAll(pendingFailure());
+        ReaderThreads r;
+        synchronized (lock) {
+            r = readers;
+        }
+        if (r != null) {
+            r.end();
+        }
     }
 
     private static void join(Thread t) {
@@ -404,13 +425,13 @@ final class TcpConnection implements ProviderConnection {
 
     @Override
     public void close() {
-        Thread r;
+        ReaderThreads r;
         boolean started;
         synchronized (lock) {
             if (closeCause == null) {
                 closeCause = new ConnectionClosedException("connection to " + remoteAddress + " was closed locally");
             }
-            r = reader;
+            r = readers;
             started = events != null;
         }
         if (!started) {
@@ -421,9 +442,19 @@ final class TcpConnection implements ProviderConnection {
         }
         sendCloseFrame();
         closeChannel();
-        Thread self = Thread.currentThread();
-        if (r != null && r != self && writer != self) {
-            join(r);
+        if (r != null && writer != Thread.currentThread()) {
+            awaitStopped(r);
+        }
+    }
+
+    /** Waits for the readers to stop: once they have, no thread touches a sink, source or region of this connection. */
+    private static void awaitStopped(ReaderThreads r) {
+        try {
+            if (!r.awaitStopped(java.time.Duration.ofMillis(JOIN_MILLIS))) {
+                LOG.log(System.Logger.Level.WARNING, "the reader of " + r + " did not stop within " + JOIN_MILLIS + " ms");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

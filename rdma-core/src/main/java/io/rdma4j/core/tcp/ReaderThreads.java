@@ -1,0 +1,135 @@
+package io.rdma4j.core.tcp;
+
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The threads that take turns reading one connection (leader/follower): one leads, reading and dispatching frames;
+ * when it has read a request whose handler it may run itself, it makes a spare thread the leader first, so the handler
+ * may block without stalling the connection, and becomes the spare once the handler is done. Waking the spare costs
+ * the handler's thread one unpark, and the wake-up itself overlaps with the handler instead of delaying it. At most
+ * {@link #MAX_THREADS} per connection: while every thread is busy in a handler, {@link #handOff()} declines and the
+ * handler runs elsewhere.
+ */
+final class ReaderThreads {
+
+    static final int MAX_THREADS = 2;
+
+    private final String name;
+    /** Reads while the calling thread leads; returns once it no longer does, or once the connection ended. */
+    private final Runnable readLoop;
+    /** Counted down once the connection finished: its last leader stopped reading for good. */
+    private final CountDownLatch stopped = new CountDownLatch(1);
+    private volatile Thread leader;
+    private volatile boolean ended;
+    /** A thread waiting to lead; guarded by {@code this}. */
+    private Thread spare;
+    /** Threads started; guarded by {@code this}. */
+    private int threads;
+
+    ReaderThreads(String name, Runnable readLoop) {
+        this.name = name;
+        this.readLoop = readLoop;
+    }
+
+    /** Starts the first leader. */
+    void start() {
+        synchronized (this) {
+            threads = 1;
+        }
+        Thread first = Thread.ofPlatform().daemon().name(name).unstarted(this::run);
+        leader = first;
+        first.start();
+    }
+
+    boolean leads() {
+        return leader == Thread.currentThread();
+    }
+
+    /**
+     * Called by the leader once it has consumed a frame: makes another thread the leader and returns true, so the
+     * caller may run code that blocks and then return to the read loop, which it leaves; false when the caller does
+     * not lead or no thread is free, and it must go on reading.
+     */
+    boolean handOff() {
+        if (!leads() || ended) {
+            return false;
+        }
+        Thread next;
+        boolean fresh = false;
+        synchronized (this) {
+            next = spare;
+            spare = null;
+            if (next == null) {
+                if (threads >= MAX_THREADS) {
+                    return false;
+                }
+                threads++;
+                next = Thread.ofPlatform().daemon().name(name + "-" + threads).unstarted(this::run);
+                fresh = true;
+            }
+        }
+        leader = next; // Everything this thread read happens-before the next leader's first read.
+        if (fresh) {
+            next.start();
+        } else {
+            LockSupport.unpark(next);
+        }
+        return true;
+    }
+
+    private void run() {
+        Thread self = Thread.currentThread();
+        while (true) {
+            while (leader != self && !ended) {
+                LockSupport.park(this);
+            }
+            if (leader != self) {
+                return; // ended while spare
+            }
+            readLoop.run();
+            if (ended) {
+                return;
+            }
+            synchronized (this) {
+                if (spare != null || ended) {
+                    threads--;
+                    return;
+                }
+                spare = self;
+            }
+        }
+    }
+
+    /** The connection finished (its last leader stopped reading, or it never started): every thread leaves. */
+    void end() {
+        ended = true;
+        stopped.countDown();
+        wakeSpare();
+    }
+
+    private void wakeSpare() {
+        Thread s;
+        synchronized (this) {
+            s = spare;
+        }
+        if (s != null) {
+            LockSupport.unpark(s);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return name;
+    }
+
+    /**
+     * Waits until the read loop stopped for good, unless the caller leads (it is then the one to stop); false when
+     * it did not within {@code timeout}.
+     */
+    boolean awaitStopped(Duration timeout) throws InterruptedException {
+        return leads() || stopped.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    }
+}
