@@ -175,8 +175,7 @@ class MultiBrokerClusterIT {
                 log(started, "read on after retention deleted the segments read");
             }
         } finally {
-            // The controller (node 1) last, so the brokers can shut down in a controlled way.
-            cluster.reversed().forEach(KafkaBrokerProcess::close);
+            KafkaBrokerProcess.closeCluster(cluster);
             log(started, "cluster stopped");
         }
     }
