@@ -72,12 +72,21 @@ final class ReaderThreads {
             }
         }
         leader = next; // Everything this thread read happens-before the next leader's first read.
-        if (fresh) {
-            next.start();
-        } else {
+        if (!fresh) {
             LockSupport.unpark(next);
+            return true;
         }
-        return true;
+        try {
+            next.start();
+            return true;
+        } catch (OutOfMemoryError | RuntimeException noThread) {
+            // No thread to be had: this one keeps reading, and the handler runs elsewhere.
+            leader = Thread.currentThread();
+            synchronized (this) {
+                threads--;
+            }
+            return false;
+        }
     }
 
     private void run() {
