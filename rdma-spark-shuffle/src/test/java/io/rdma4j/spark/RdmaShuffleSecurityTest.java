@@ -10,6 +10,7 @@ import io.rdma4j.core.TransportConfig;
 import org.apache.spark.MapOutputTrackerMaster;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
+import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.scheduler.MapStatus;
 import org.junit.jupiter.api.Test;
@@ -66,10 +67,10 @@ class RdmaShuffleSecurityTest {
     @Test
     void anAuthenticatedEncryptedShuffleServesOnlyPeersThatKnowTheApplicationsSecret() throws Exception {
         try (JavaSparkContext sc = LocalCluster.start(secured("rdma4j-security"))) {
-            Map<Integer, Long> sums = sc.parallelize(IntStream.range(0, 20_000).boxed().collect(Collectors.toList()), 4)
+            JavaPairRDD<Integer, Long> reduced = sc.parallelize(IntStream.range(0, 20_000).boxed().collect(Collectors.toList()), 4)
                     .mapToPair(i -> new Tuple2<>(i % 10, 1L))
-                    .reduceByKey(Long::sum, 3)
-                    .collectAsMap();
+                    .reduceByKey(Long::sum, 3);
+            Map<Integer, Long> sums = reduced.collectAsMap();
             assertThat(sums).containsExactlyInAnyOrderEntriesOf(
                     IntStream.range(0, 10).boxed().collect(Collectors.toMap(k -> k, k -> 2000L)));
 
@@ -100,6 +101,9 @@ class RdmaShuffleSecurityTest {
                             .as("an index file starts at offset 0").isZero();
                 }
             }
+            // Until here the shuffle must stay: once its RDD is garbage, Spark's ContextCleaner removes it from the
+            // executors (and the publisher unpublishes it), which a GC during the connects above did once in CI.
+            java.lang.ref.Reference.reachabilityFence(reduced);
         }
     }
 
