@@ -10,8 +10,8 @@ import java.util.concurrent.locks.LockSupport;
  * when it has read a request whose handler it may run itself, it makes a spare thread the leader first, so the handler
  * may block without stalling the connection, and becomes the spare once the handler is done. Waking the spare costs
  * the handler's thread one unpark, and the wake-up itself overlaps with the handler instead of delaying it. At most
- * {@link #MAX_THREADS} per connection: while every thread is busy in a handler, {@link #handOff()} declines and the
- * handler runs elsewhere.
+ * {@link #MAX_THREADS} per connection: while every thread is busy in a handler (or has sent its reply and is not
+ * back as the spare yet), {@link #handOff()} declines and the handler runs elsewhere.
  */
 final class ReaderThreads {
 
