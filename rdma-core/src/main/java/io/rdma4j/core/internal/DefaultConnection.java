@@ -433,8 +433,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
 
     /** The peer broke the message protocol: count it, say so, and close as for any protocol violation. */
     void refuse(ProtocolException violation) {
-        transport.metrics().recordRejected();
-        LOG.log(System.Logger.Level.WARNING, "closing " + this + ": " + violation.getMessage());
+        transport.metrics().recordRejected(LOG, () -> "closing " + this + ": " + violation.getMessage());
         closeWith(violation);
     }
 

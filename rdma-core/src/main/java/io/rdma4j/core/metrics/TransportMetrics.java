@@ -4,8 +4,10 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Supplier;
 
 /**
  * Counters of one transport: operations started here (count, bytes, errors, latency, in flight), what
@@ -14,11 +16,15 @@ import java.util.concurrent.atomic.LongAdder;
  */
 public final class TransportMetrics {
 
+    private static final long REJECTION_WARNING_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
+
     private final String provider;
     private final Map<OperationType, Counters> initiated = new EnumMap<>(OperationType.class);
     private final Map<OperationType, LongAdder> servedBytes = new EnumMap<>(OperationType.class);
     private final Map<OperationType, LongAdder> servedOperations = new EnumMap<>(OperationType.class);
     private final LongAdder rejectedRequests = new LongAdder();
+    private final AtomicLong lastRejectionWarning = new AtomicLong(System.nanoTime() - REJECTION_WARNING_INTERVAL_NANOS);
+    private final AtomicLong rejectionsSinceWarning = new AtomicLong();
     private final AtomicLong inFlight = new AtomicLong();
     private final AtomicLong registeredRegions = new AtomicLong();
     private final AtomicLong registeredBytes = new AtomicLong();
@@ -79,9 +85,23 @@ public final class TransportMetrics {
         servedBytes.get(type).add(bytes);
     }
 
-    /** This side, as a responder, refused a peer's request (bad key, range, rights, malformed frame). */
-    public void recordRejected() {
+    /**
+     * This side refused a peer or its request (bad key, range, rights, malformed frame, failed handshake): counts
+     * it and logs {@code what} to {@code log}. At WARNING at most once a second per transport, so that a hostile
+     * peer cannot flood the log, each such warning naming how many rejections went to DEBUG since the last one.
+     */
+    public void recordRejected(System.Logger log, Supplier<String> what) {
         rejectedRequests.increment();
+        long now = System.nanoTime();
+        long last = lastRejectionWarning.get();
+        if (now - last >= REJECTION_WARNING_INTERVAL_NANOS && lastRejectionWarning.compareAndSet(last, now)) {
+            long quiet = rejectionsSinceWarning.getAndSet(0);
+            log.log(System.Logger.Level.WARNING, what.get() + (quiet == 0 ? ""
+                    : " (" + quiet + " more rejection(s) since the last warning, logged at DEBUG)"));
+        } else {
+            rejectionsSinceWarning.incrementAndGet();
+            log.log(System.Logger.Level.DEBUG, what);
+        }
     }
 
     public void regionRegistered(long bytes) {

@@ -31,7 +31,6 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 /** The opened tcp provider: the key table, listeners and connections. */
@@ -48,7 +47,6 @@ final class TcpTransport implements ProviderTransport {
     private final Set<Listener> listeners = ConcurrentHashMap.newKeySet();
     private final ScheduledThreadPoolExecutor timers;
     private final AtomicBoolean closed = new AtomicBoolean();
-    private final AtomicLong lastWarning = new AtomicLong(System.nanoTime() - 2_000_000_000L);
 
     TcpTransport(TransportConfig config, TcpOptions options, TransportMetrics metrics) {
         this.config = config;
@@ -139,13 +137,9 @@ final class TcpTransport implements ProviderTransport {
         return region;
     }
 
-    /** Counts and logs a refused request or peer; warns at most once a second so a hostile peer cannot flood logs. */
+    /** Counts and logs a refused request or peer ({@link TransportMetrics#recordRejected}). */
     void rejected(String what) {
-        metrics.recordRejected();
-        long now = System.nanoTime();
-        long last = lastWarning.get();
-        boolean warn = now - last > 1_000_000_000L && lastWarning.compareAndSet(last, now);
-        LOG.log(warn ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG, "rdma4j tcp rejected: " + what);
+        metrics.recordRejected(LOG, () -> "rdma4j tcp rejected: " + what);
     }
 
     // ---- connections ----

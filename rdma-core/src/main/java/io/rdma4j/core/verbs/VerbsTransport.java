@@ -34,7 +34,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 /**
@@ -62,7 +61,6 @@ final class VerbsTransport implements ProviderTransport {
     private final Set<VerbsConnection> settingUp = ConcurrentHashMap.newKeySet();
     private final Set<VerbsListener> listeners = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean closed = new AtomicBoolean();
-    private final AtomicLong lastWarning = new AtomicLong(System.nanoTime() - 2_000_000_000L);
     /** Until close has closed every connection: connect requests are still accepted. */
     private volatile boolean running = true;
 
@@ -246,15 +244,11 @@ final class VerbsTransport implements ProviderTransport {
     // ---- bookkeeping for connections and listeners ----
 
     /**
-     * Counts and logs a refused peer (one that failed authentication); warns at most once a second, so a hostile
-     * peer cannot flood the log. The message names the peer and the reason, never the secret.
+     * Counts and logs a refused peer (one that failed authentication; {@link TransportMetrics#recordRejected}).
+     * The message names the peer and the reason, never the secret.
      */
     void rejected(String what) {
-        metrics.recordRejected();
-        long now = System.nanoTime();
-        long last = lastWarning.get();
-        boolean warn = now - last > 1_000_000_000L && lastWarning.compareAndSet(last, now);
-        LOG.log(warn ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG, "rdma4j verbs rejected: " + what);
+        metrics.recordRejected(LOG, () -> "rdma4j verbs rejected: " + what);
     }
 
     void settingUp(VerbsConnection c) {

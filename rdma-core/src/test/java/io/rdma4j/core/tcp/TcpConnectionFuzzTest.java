@@ -25,6 +25,11 @@ import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -67,6 +72,9 @@ class TcpConnectionFuzzTest {
     void mutatedFrameSequencesNeverCrashHangOrTouchMemoryOutsideRegions() throws Exception {
         System.out.println("tcp connection fuzz: seed " + SEED + " (-Drdma4j.fuzz.seed to replay), " + FRAMES + " frames");
         Random random = new Random(SEED);
+        Logger rdma4jLog = Logger.getLogger("io.rdma4j");
+        WarningCounter warnings = new WarningCounter();
+        rdma4jLog.addHandler(warnings);
         try (Arena arena = Arena.ofShared();
              RdmaTransport server = RdmaTransport.open(TransportConfig.builder().provider("tcp").maxMessageSize(4096)
                      .providerOption("tcp.handshake-timeout", "2s").build())) {
@@ -99,11 +107,36 @@ class TcpConnectionFuzzTest {
                             + " violations, bad handshakes); 0 hangs; %d bytes outside regions%n",
                     frames, sequences, millis, served, refused, replies, endedByResponderFirst, rejected, outOfRegionBytes);
             assertThat(outOfRegionBytes).as("served bytes from outside the registered regions").isZero();
+            long seconds = TimeUnit.MILLISECONDS.toSeconds(millis);
+            assertThat(warnings.count.get()).as("warnings logged for %d rejections in %d s: at most one a second", rejected, seconds)
+                    .isLessThanOrEqualTo(seconds + 2);
             assertCanaries(rw);
             assertCanaries(ro);
             assertThat(served).as("valid requests among the mutations are served").isPositive();
             assertThat(refused).as("invalid requests are refused").isPositive();
             assertStillServes(server, listener, readOnly);
+        } finally {
+            rdma4jLog.removeHandler(warnings);
+        }
+    }
+
+    /** Counts the warnings rdma4j logs. */
+    private static final class WarningCounter extends Handler {
+        final AtomicLong count = new AtomicLong();
+
+        @Override
+        public void publish(LogRecord record) {
+            if (record.getLevel() == Level.WARNING) {
+                count.incrementAndGet();
+            }
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
         }
     }
 

@@ -1,0 +1,72 @@
+package io.rdma4j.core.metrics;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.ResourceBundle;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class TransportMetricsTest {
+
+    @Test
+    void aFloodOfRejectionsIsCountedInFullAndWarnedAboutAtMostOnceASecond() throws Exception {
+        TransportMetrics metrics = new TransportMetrics("tcp");
+        RecordingLogger log = new RecordingLogger();
+        long start = System.nanoTime();
+        for (int i = 0; i < 10_000; i++) {
+            int n = i;
+            metrics.recordRejected(log, () -> "rejection " + n);
+        }
+        long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
+
+        assertThat(metrics.rejectedRequests()).isEqualTo(10_000);
+        assertThat(log.warnings()).as("one warning per second begun, the first rejection's among them")
+                .hasSizeBetween(1, (int) seconds + 1)
+                .first().isEqualTo("rejection 0");
+        assertThat(log.debug).hasSize(10_000 - log.warnings().size());
+
+        Thread.sleep(1_100);
+        metrics.recordRejected(log, () -> "after a quiet second");
+        assertThat(log.warnings().getLast()).startsWith("after a quiet second (")
+                .contains(" more rejection(s) since the last warning, logged at DEBUG)");
+    }
+
+    /** Keeps what is logged, by level. */
+    private static final class RecordingLogger implements System.Logger {
+        final List<String> warning = new CopyOnWriteArrayList<>();
+        final List<String> debug = new CopyOnWriteArrayList<>();
+
+        List<String> warnings() {
+            return warning;
+        }
+
+        @Override
+        public String getName() {
+            return "recording";
+        }
+
+        @Override
+        public boolean isLoggable(Level level) {
+            return true;
+        }
+
+        @Override
+        public void log(Level level, Supplier<String> message) {
+            log(level, (ResourceBundle) null, message.get(), (Object[]) null);
+        }
+
+        @Override
+        public void log(Level level, ResourceBundle bundle, String message, Throwable thrown) {
+            log(level, bundle, message, (Object[]) null);
+        }
+
+        @Override
+        public void log(Level level, ResourceBundle bundle, String format, Object... params) {
+            (level == Level.WARNING ? warning : debug).add(format);
+        }
+    }
+}
