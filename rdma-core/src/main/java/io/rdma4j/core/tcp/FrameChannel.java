@@ -9,13 +9,18 @@ import java.util.Optional;
  * The byte stream a connection's frames travel on: the socket itself, or TLS over it. One reader thread and
  * one writer thread may use it at once; where {@link #writesWithoutBlocking} says so, there is no writer thread:
  * any thread writes without blocking, under the connection's write lock, and the reader thread, while it waits
- * for the socket, also waits for room to write what is {@link Output#pending}.
+ * for the socket, also waits for room to write what {@link Output#awaitsRoom awaits room}.
  */
 interface FrameChannel {
 
     /** What the connection has to write, as the reader thread sees it while it waits. */
     interface Output {
-        boolean pending();
+        /**
+         * Whether frames wait for the socket to have room: only then does the reader wait for room too. Frames that
+         * another thread is writing right now do not count, or the reader would wake at once to find the socket
+         * writable, as it nearly always is, and nothing to read.
+         */
+        boolean awaitsRoom();
 
         /** Writes what the socket takes now, without blocking. */
         void flush();

@@ -69,9 +69,13 @@ final class OutgoingFrames implements FrameChannel.Output {
         }
     }
 
-    @Override
-    public boolean pending() {
+    private boolean pending() {
         return current != null || !queue.isEmpty();
+    }
+
+    @Override
+    public boolean awaitsRoom() {
+        return socketFull;
     }
 
     /**

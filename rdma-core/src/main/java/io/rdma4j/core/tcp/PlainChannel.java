@@ -20,6 +20,8 @@ final class PlainChannel implements FrameChannel {
     private volatile Selector selector;
     private SelectionKey key;
     private Output output;
+    /** The last read emptied the socket; reader thread only. */
+    private boolean drained;
 
     PlainChannel(SocketChannel socket) {
         this.socket = socket;
@@ -44,18 +46,25 @@ final class PlainChannel implements FrameChannel {
         this.output = output;
     }
 
-    /** Reader thread only. */
+    /**
+     * Reader thread only. After a read that took less than it asked for, the socket was empty: the next read waits
+     * for data first rather than try a read that would most likely find nothing (a system call per wake-up saved).
+     */
     @Override
     public int read(ByteBuffer dst) throws IOException {
         if (!nonBlocking) {
             return socket.read(dst);
         }
         while (true) {
+            int asked = dst.remaining();
+            if (drained && asked > 0) {
+                await(SelectionKey.OP_READ, 0);
+            }
             int n = socket.read(dst);
-            if (n != 0 || !dst.hasRemaining()) {
+            drained = n >= 0 && n < asked;
+            if (n != 0 || asked == 0) {
                 return n;
             }
-            await(SelectionKey.OP_READ, 0);
         }
     }
 
@@ -64,9 +73,9 @@ final class PlainChannel implements FrameChannel {
         await(0, millis);
     }
 
-    /** Waits for {@code ops}, and for room to write while output is pending (then writes it); 0: no time limit. */
+    /** Waits for {@code ops}, and for room while output awaits it (then writes it); 0: no time limit. */
     private void await(int ops, long millis) throws IOException {
-        boolean writing = output != null && output.pending();
+        boolean writing = output != null && output.awaitsRoom();
         key.interestOps(ops | (writing ? SelectionKey.OP_WRITE : 0));
         int ready = selector.select(millis);
         selector.selectedKeys().clear();
