@@ -10,8 +10,8 @@ import java.nio.channels.SocketChannel;
 /**
  * The socket as is. Blocking during the handshake; once frames flow it is non-blocking, so that any thread can
  * write without ever blocking on a peer that does not read ({@link OutgoingFrames}). The reader thread waits in a
- * selector for data and, while frames are {@link Output#pending}, for room to write them too: the connection's
- * one thread both reads and finishes what the socket did not take at once.
+ * selector for data and, while frames {@link Output#awaitsRoom await room}, for room to write them too: the thread
+ * that reads the connection also finishes what the socket did not take at once.
  */
 final class PlainChannel implements FrameChannel {
 
