@@ -24,11 +24,10 @@ import java.util.function.BooleanSupplier;
  * One tcp connection, symmetric: each side issues requests ({@link PendingOperations}) and serves the peer's
  * ({@link PeerRequests}). Exactly one thread at a time reads and dispatches (moving data straight from the
  * socket into sinks and written regions); it hands reading over to run a request's handler ({@link ReaderThreads}).
- * Frames go out through {@link OutgoingFrames} (served reads straight
- * from registered memory): on a plain socket written without blocking by whichever thread has them, the rest by
- * the reader while it waits; over TLS by a writer thread. Either way a side never blocks reading while its peer
- * blocks writing. Large transfers go out one chunk per turn, so other frames interleave. This class owns the
- * socket, the threads and the closing.
+ * Frames go out through {@link OutgoingFrames} (served reads straight from registered memory): on a plain socket
+ * written without blocking by whichever thread has them, the rest by the reader while it waits; over TLS by a
+ * writer thread. Either way a side never blocks reading while its peer blocks writing. Large transfers go out one
+ * chunk per turn, so other frames interleave. This class owns the socket, the threads and the closing.
  */
 final class TcpConnection implements ProviderConnection {
 
