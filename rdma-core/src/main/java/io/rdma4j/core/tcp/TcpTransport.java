@@ -290,8 +290,9 @@ final class TcpTransport implements ProviderTransport {
                 InetAddress from = remoteIp(channel);
                 String refusal = reserve(from);
                 if (refusal != null) {
-                    closeQuietly(channel);
+                    // Counted before the peer can see the close, so whoever watches the peer sees the count too.
                     rejected("connection from " + from + " on " + localAddress + " closed at accept: " + refusal);
+                    closeQuietly(channel);
                     continue;
                 }
                 Thread.ofVirtual().name("rdma4j-tcp-handshake").start(() -> admit(channel, from));
@@ -347,14 +348,15 @@ final class TcpTransport implements ProviderTransport {
                 c = adopt(channel, frames, releaseSlot);
                 onConnection.accept(c);
             } catch (IOException | RuntimeException e) {
+                // Counted before the peer can see the close, so whoever watches the peer sees the count too.
+                if (!closed.get()) {
+                    rejected("connection from " + peer + " on " + localAddress + ": " + e.getMessage());
+                }
                 if (c != null) {
                     c.close();
                 }
                 closeQuietly(channel);
                 releaseSlot.run();
-                if (!closed.get()) {
-                    rejected("connection from " + peer + " on " + localAddress + ": " + e.getMessage());
-                }
             }
         }
 
