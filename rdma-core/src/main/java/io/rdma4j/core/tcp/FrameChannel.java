@@ -32,6 +32,14 @@ interface FrameChannel {
     /** Reads at least one byte into {@code dst}, blocking; -1 at the end of the stream. */
     int read(ByteBuffer dst) throws IOException;
 
+    /**
+     * Reads at least one byte into {@code dst}, blocking, and what arrived beyond it into {@code then} where the
+     * channel can do so in the same call; -1 at the end of the stream.
+     */
+    default long read(ByteBuffer dst, ByteBuffer then) throws IOException {
+        return read(dst);
+    }
+
     /** Writes some of {@code srcs}, blocking; returns the bytes taken. */
     long write(ByteBuffer[] srcs) throws IOException;
 

@@ -10,7 +10,7 @@ import java.nio.ByteBuffer;
  * Blocking reads from a connection's socket; used by its reader thread only. Small reads (frame headers, requests,
  * small data) come from a buffer that one socket read fills with whatever has arrived, so a burst of small frames
  * costs one system call, not two per frame; long reads land straight in their destination (a read's sink, a
- * written region) without a copy.
+ * written region) without a copy, and bring the frames behind them into the buffer in the same call.
  */
 final class FrameInput {
 
@@ -46,7 +46,7 @@ final class FrameInput {
         takeBuffered(dst);
         while (dst.hasRemaining()) {
             if (dst.remaining() >= DIRECT_READ_MIN) {
-                readSome(dst);
+                readDirect(dst);
             } else {
                 fill();
                 takeBuffered(dst);
@@ -72,12 +72,37 @@ final class FrameInput {
         }
     }
 
-    private void readSome(ByteBuffer dst) throws IOException {
-        if (channel.read(dst) < 0) {
-            throw new ConnectionClosedException(remoteAddress + " closed the connection"
-                    + (pending.isEmpty() ? "" : " with " + pending.size() + " operation(s) pending"));
+    /**
+     * Reads into {@code dst} without a copy, and into the emptied buffer whatever arrived behind it: the frames that
+     * follow a payload then cost no system call of their own.
+     */
+    private void readDirect(ByteBuffer dst) throws IOException {
+        buffered.clear();
+        try {
+            if (channel.read(dst, buffered) < 0) {
+                throw closed();
+            }
+        } finally {
+            buffered.flip();
         }
         lastReadNanos = System.nanoTime();
+    }
+
+    private ConnectionClosedException closed() {
+        return new ConnectionClosedException(remoteAddress + " closed the connection"
+                + (pending.isEmpty() ? "" : " with " + pending.size() + " operation(s) pending"));
+    }
+
+    private void readSome(ByteBuffer dst) throws IOException {
+        if (channel.read(dst) < 0) {
+            throw closed();
+        }
+        lastReadNanos = System.nanoTime();
+    }
+
+    /** Whether the next frame, header and payload, is buffered whole: reading it will not wait for the socket. */
+    boolean holdsWholeFrame() {
+        return TcpFrameCodec.holdsWholeFrame(buffered);
     }
 
     long lastReadNanos() {

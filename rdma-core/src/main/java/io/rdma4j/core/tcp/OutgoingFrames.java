@@ -4,6 +4,7 @@ import io.rdma4j.core.ConnectionClosedException;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -17,9 +18,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * takes it without blocking ({@link #flush}): a thread hand-off costs tens of microseconds on a virtual machine,
  * more than a small operation takes. What a full socket does not take waits here, and the connection's reader
  * thread writes it when the socket can take more (it waits for both directions at once), so nobody ever blocks
- * on a peer that does not read. Over TLS the writer thread writes everything, blocking as needed. Items that stream
- * large transfers write one chunk per turn and go to the back of the queue, so other frames interleave. Anything
- * queued once the connection finished is aborted instead of written.
+ * on a peer that does not read. Queued turns go out together, in one gathering write. Over TLS the writer thread
+ * writes everything, blocking as needed. Items that stream large transfers write one chunk per turn and go to the
+ * back of the queue, so other frames interleave. Anything queued once the connection finished is aborted instead
+ * of written.
  */
 final class OutgoingFrames implements FrameChannel.Output {
 
@@ -29,10 +31,15 @@ final class OutgoingFrames implements FrameChannel.Output {
     private final boolean inline;
     /** Held while writing to the socket, so turns never interleave; the queue is polled only under it. */
     private final ReentrantLock writing = new ReentrantLock();
+    /** Turns written together at most: a gathering write stays far below the system's limit of buffers. */
+    static final int MAX_GATHERED_TURNS = 32;
     private final ConcurrentLinkedDeque<Outgoing> queue = new ConcurrentLinkedDeque<>();
-    /** An item whose turn is being written (perhaps only partly yet): finished before anything else. */
-    private volatile Outgoing current;
-    private ByteBuffer[] currentTurn;
+    /**
+     * Turns begun and not all on the socket yet, oldest first: finished before anything queued. Under {@link #writing}.
+     */
+    private final ArrayDeque<Begun> begun = new ArrayDeque<>();
+    /** Whether {@link #begun} holds a turn; for threads that do not hold the lock. */
+    private volatile boolean turnsBegun;
     private volatile Thread writer;
     private volatile boolean writerWaiting;
     /**
@@ -70,7 +77,7 @@ final class OutgoingFrames implements FrameChannel.Output {
     }
 
     private boolean pending() {
-        return current != null || !queue.isEmpty();
+        return turnsBegun || !queue.isEmpty();
     }
 
     @Override
@@ -118,52 +125,102 @@ final class OutgoingFrames implements FrameChannel.Output {
     }
 
     /**
-     * Under {@link #writing}: writes the turn begun, then queued turns, until nothing is left (true) or, when it
-     * may not block, until the socket is full (false; the turn begun stays {@link #current}).
+     * Under {@link #writing}: writes the turns begun, then queued turns, until nothing is left (true) or, when it may
+     * not block, until the socket is full (false; what it did not take stays {@link #begun}). Without blocking, up to
+     * {@link #MAX_GATHERED_TURNS} turns go out in one gathering write: the responses to a burst of requests, or a
+     * batch of requests, cost one system call, not one each. The writer thread (TLS) writes one turn at a time.
      */
     private boolean writeQueued(boolean mayBlock) throws IOException {
+        int most = mayBlock ? 1 : MAX_GATHERED_TURNS;
         while (true) {
-            Outgoing o = current;
-            if (o == null) {
-                o = queue.pollFirst();
+            while (begun.size() < most) {
+                Outgoing o = queue.pollFirst();
                 if (o == null) {
-                    return true;
+                    break;
                 }
-                current = o; // aborted if its turn fails
-                currentTurn = o.nextTurn();
+                Begun b = new Begun(o);
+                begun.addLast(b); // aborted if its turn fails
+                turnsBegun = true;
+                b.turn = o.nextTurn();
             }
+            if (begun.isEmpty()) {
+                return true;
+            }
+            ByteBuffer[] turns = gathered();
+            boolean all = true;
             if (mayBlock) {
-                writeFully(currentTurn);
-            } else if (!tryWrite(currentTurn)) {
-                return false;
+                writeFully(turns);
+            } else {
+                all = tryWrite(turns);
             }
-            current = null;
-            currentTurn = null;
-            if (o.turnWritten()) {
-                queue.addLast(o);
+            endWrittenTurns();
+            if (!all) {
+                return false;
             }
         }
     }
 
-    /** Under {@link #writing}: the socket failed; the connection ends and the turn being written is aborted. */
-    private void failWriting(Throwable e) {
-        Outgoing o = current;
-        current = null;
-        currentTurn = null;
-        connection.fail(e);
-        if (o != null) {
-            o.abort(connection.pendingFailure());
+    /** The buffers of every turn begun, in order. */
+    private ByteBuffer[] gathered() {
+        if (begun.size() == 1) {
+            return begun.peekFirst().turn;
         }
+        int n = 0;
+        for (Begun b : begun) {
+            n += b.turn.length;
+        }
+        ByteBuffer[] all = new ByteBuffer[n];
+        int i = 0;
+        for (Begun b : begun) {
+            System.arraycopy(b.turn, 0, all, i, b.turn.length);
+            i += b.turn.length;
+        }
+        return all;
+    }
+
+    /** Under {@link #writing}: ends the turns now all on the socket, oldest first; an item with more goes to the back. */
+    private void endWrittenTurns() {
+        Begun b;
+        while ((b = begun.peekFirst()) != null && remaining(b.turn) == 0) {
+            begun.pollFirst();
+            if (b.item.turnWritten()) {
+                queue.addLast(b.item);
+            }
+        }
+        turnsBegun = !begun.isEmpty();
+    }
+
+    /** Under {@link #writing}: the socket failed; the connection ends and the turns begun are aborted. */
+    private void failWriting(Throwable e) {
+        connection.fail(e);
+        abortBegun();
+    }
+
+    /** Under {@link #writing}. */
+    private void abortBegun() {
+        Begun b;
+        while ((b = begun.pollFirst()) != null) {
+            b.item.abort(connection.pendingFailure());
+        }
+        turnsBegun = false;
     }
 
     /**
      * Queues a response to one of the peer's requests, counted until written or aborted, so the reader can stop
-     * taking requests from a peer that does not read its responses.
+     * taking requests from a peer that does not read its responses. Reader thread only. On a plain socket it goes out
+     * at the reader's next {@link #flush}, which comes once no whole frame is left to dispatch (see
+     * {@code TcpConnection#readLoop}): the responses to a burst of requests then leave in one write.
      */
     void enqueueResponse(Outgoing o, long bytes) {
         unsentResponses.incrementAndGet();
         unsentResponseBytes.addAndGet(bytes);
-        enqueue(new Response(o, bytes));
+        queue.addLast(new Response(o, bytes));
+        if (!inline) {
+            wakeWriter();
+        }
+        if (connection.isFinished()) {
+            abortQueued();
+        }
     }
 
     int unsentResponses() {
@@ -216,7 +273,7 @@ final class OutgoingFrames implements FrameChannel.Output {
     private void awaitWork() {
         writerWaiting = true;
         try {
-            if (current == null && queue.isEmpty()) {
+            if (!turnsBegun && queue.isEmpty()) {
                 LockSupport.park(this);
             }
         } finally {
@@ -265,12 +322,7 @@ final class OutgoingFrames implements FrameChannel.Output {
     void abortAll() {
         writing.lock(); // held only while writing without blocking, or by the writer thread, stopped by now
         try {
-            Outgoing o = current;
-            current = null;
-            currentTurn = null;
-            if (o != null) {
-                o.abort(connection.pendingFailure());
-            }
+            abortBegun();
         } finally {
             writing.unlock();
         }
@@ -296,6 +348,16 @@ final class OutgoingFrames implements FrameChannel.Output {
         boolean turnWritten();
 
         void abort(ConnectionClosedException cause);
+    }
+
+    /** An item whose turn was taken ({@link Outgoing#nextTurn}) and is being written. */
+    private static final class Begun {
+        final Outgoing item;
+        ByteBuffer[] turn;
+
+        Begun(Outgoing item) {
+            this.item = item;
+        }
     }
 
     /** A response being counted; settles the count once when done or aborted and wakes a waiting reader. */

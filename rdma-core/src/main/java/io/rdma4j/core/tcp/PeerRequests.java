@@ -124,6 +124,7 @@ final class PeerRequests {
         frames.enqueueResponse(new OutgoingFrames.Control(written, frame), frame.remaining());
         int max = transport.options().maxRejections();
         if (rejections >= max) {
+            frames.flush();
             try {
                 written.get(REFUSAL_FLUSH_MILLIS, TimeUnit.MILLISECONDS);
             } catch (ExecutionException | TimeoutException ignored) {

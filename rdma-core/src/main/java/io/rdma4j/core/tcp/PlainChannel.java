@@ -22,6 +22,8 @@ final class PlainChannel implements FrameChannel {
     private Output output;
     /** The last read emptied the socket; reader thread only. */
     private boolean drained;
+    /** The reader thread's scattering read's buffers. */
+    private final ByteBuffer[] scatter = new ByteBuffer[2];
 
     PlainChannel(SocketChannel socket) {
         this.socket = socket;
@@ -65,6 +67,32 @@ final class PlainChannel implements FrameChannel {
             if (n != 0 || asked == 0) {
                 return n;
             }
+        }
+    }
+
+    /** Reader thread only: one scattering read, so the frames behind a long payload come with it. */
+    @Override
+    public long read(ByteBuffer dst, ByteBuffer then) throws IOException {
+        if (!nonBlocking) {
+            return socket.read(dst);
+        }
+        scatter[0] = dst;
+        scatter[1] = then;
+        try {
+            while (true) {
+                long asked = (long) dst.remaining() + then.remaining();
+                if (drained && asked > 0) {
+                    await(SelectionKey.OP_READ, 0);
+                }
+                long n = socket.read(scatter);
+                drained = n >= 0 && n < asked;
+                if (n != 0 || asked == 0) {
+                    return n;
+                }
+            }
+        } finally {
+            scatter[0] = null;
+            scatter[1] = null;
         }
     }
 

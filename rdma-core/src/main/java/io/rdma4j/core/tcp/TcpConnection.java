@@ -196,6 +196,7 @@ final class TcpConnection implements ProviderConnection {
                     case TcpFrameCodec.SEND -> {
                         ByteBuffer message = ByteBuffer.allocate(h.length());
                         input.readFully(message);
+                        outgoing.flush(); // the message's handler may block, or take reading over
                         events.onMessage(message.flip());
                     }
                     case TcpFrameCodec.PING -> {
@@ -204,8 +205,11 @@ final class TcpConnection implements ProviderConnection {
                     case TcpFrameCodec.CLOSE -> throw new ConnectionClosedException(remoteAddress + " closed the connection");
                     default -> throw new ProtocolException("unexpected frame type " + h.type());
                 }
-                // While frames keep arriving the reader does not wait, so it tries what a full socket left here.
-                outgoing.flush();
+                // Responses wait while the next frame is already here, so a burst of requests is answered in one
+                // write. Before the reader may wait, it writes them, and whatever a full socket left.
+                if (!input.holdsWholeFrame()) {
+                    outgoing.flush();
+                }
                 if (!readers.leads()) {
                     return; // This thread ran a request's handler after handing reading over: the new leader reads on.
                 }
@@ -242,6 +246,7 @@ final class TcpConnection implements ProviderConnection {
         if (!atBound()) {
             return;
         }
+        outgoing.flush(); // responses the reader held back for a burst count towards the bound
         readingPaused = true;
         try {
             while (closeCause == null && atBound()) {

@@ -135,6 +135,19 @@ public final class TcpFrameCodec {
      * Decodes and validates a header from exactly {@link #HEADER_SIZE} bytes: known type, zero reserved
      * bits, and a payload length allowed for the type (so the caller may allocate it).
      */
+    /**
+     * Whether {@code in} holds a whole frame from its position on: a header and the payload it announces. Nothing
+     * is validated (the header is decoded when the frame is read); a negative length reads as not whole.
+     */
+    public static boolean holdsWholeFrame(ByteBuffer in) {
+        int n = in.remaining();
+        if (n < HEADER_SIZE) {
+            return false;
+        }
+        int payload = in.getInt(in.position() + 4);
+        return payload >= 0 && n - HEADER_SIZE >= payload;
+    }
+
     public static Header decodeHeader(ByteBuffer in, int maxMessageSize) {
         byte type = in.get();
         int flags = in.get();

@@ -43,6 +43,19 @@ class TcpFrameCodecFuzzTest {
     }
 
     @Test
+    void aWholeFrameIsAHeaderAndAllThePayloadItAnnounces() {
+        ByteBuffer request = TcpFrameCodec.encodeRequest(TcpFrameCodec.READ_REQ, 9, 4096, 64, 77);
+        int whole = request.remaining();
+        ByteBuffer buffer = ByteBuffer.allocate(whole + 3).put(new byte[3]).put(request).flip().position(3);
+        assertThat(TcpFrameCodec.holdsWholeFrame(buffer)).isTrue();
+        assertThat(TcpFrameCodec.holdsWholeFrame(buffer.slice(3, whole - 1))).as("payload short by a byte").isFalse();
+        assertThat(TcpFrameCodec.holdsWholeFrame(buffer.slice(3, TcpFrameCodec.HEADER_SIZE - 1))).as("part of a header").isFalse();
+        assertThat(TcpFrameCodec.holdsWholeFrame(TcpFrameCodec.encodeEmpty(TcpFrameCodec.READ_DONE, 1))).isTrue();
+        ByteBuffer lying = ByteBuffer.allocate(TcpFrameCodec.HEADER_SIZE).put(0, TcpFrameCodec.SEND).putInt(4, -1);
+        assertThat(TcpFrameCodec.holdsWholeFrame(lying)).as("a negative length").isFalse();
+    }
+
+    @Test
     void validFramesRoundTrip() {
         Random random = new Random(SEED);
         for (int i = 0; i < 1000; i++) {

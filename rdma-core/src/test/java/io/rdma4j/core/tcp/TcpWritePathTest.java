@@ -4,6 +4,7 @@ import io.rdma4j.core.Access;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaListener;
 import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.ReadRequest;
 import io.rdma4j.core.RegionDescriptor;
 import io.rdma4j.core.RegisteredRegion;
 import io.rdma4j.core.RequestHandler;
@@ -111,6 +112,54 @@ class TcpWritePathTest {
         assertEquals(-1, sink.segment().asSlice(0, size).mismatch(data));
         for (int i = 0; i < 64; i++) {
             assertEquals(-1, sink.segment().asSlice(size + i * 64L, 64).mismatch(data.asSlice(i * 4096L + 8, 64)), "read " + i);
+        }
+    }
+
+    /**
+     * A burst of reads posted at once: the responder answers the requests it holds whole in one gathering write,
+     * a turn per read and chunk (4 KiB chunks here, so most reads take several turns and go back in the queue), and
+     * the requester's reads bring the frames behind each payload along. A request sent behind the burst is answered
+     * too: the responses held for the burst go out before its handler runs.
+     */
+    @Test
+    void aBurstOfReadsBeyondTheSocketBuffersArrivesWithTheRightBytes() throws Exception {
+        try (RdmaTransport chunked = RdmaTransport.open(TransportConfig.builder().provider("tcp")
+                .providerOption("tcp.chunk-size", "4096").build())) {
+            long size = 4L << 20;
+            MemorySegment data = arena.allocate(size, 4096);
+            for (long i = 0; i < size; i += 8) {
+                data.set(ValueLayout.JAVA_LONG_UNALIGNED, i, i * 17 + 3);
+            }
+            RegionDescriptor remote = chunked.register(data, Access.remoteRead()).descriptor();
+            RdmaListener burstListener = chunked.listen(new InetSocketAddress("127.0.0.1", 0),
+                    RequestHandlers.of(7, RequestHandler.answering((body, context) -> body)));
+            RdmaConnection c = client.connect(burstListener.localAddress()).get();
+            int reads = 200;
+            long[] offsets = new long[reads];
+            int[] lengths = new int[reads];
+            List<ReadRequest> burst = new ArrayList<>();
+            long sinkSize = 0;
+            for (int i = 0; i < reads; i++) {
+                lengths[i] = i % 5 == 0 ? 1 + i : i % 5 == 1 ? 4096 : 20_000 + i * 997; // 14 MB in all
+                offsets[i] = (i * 65_537L) % (size - lengths[i]);
+                sinkSize += lengths[i];
+            }
+            RegisteredRegion sink = client.register(arena.allocate(sinkSize, 4096), Access.readSink());
+            long at = 0;
+            for (int i = 0; i < reads; i++) {
+                burst.add(new ReadRequest(remote, offsets[i], sink.segment().asSlice(at, lengths[i])));
+                at += lengths[i];
+            }
+            CompletableFuture<Void> done = c.readAll(burst);
+            ByteBuffer reply = c.request(7, ByteBuffer.wrap(new byte[] {42})).get(30, TimeUnit.SECONDS);
+            assertEquals(ByteBuffer.wrap(new byte[] {42}), reply);
+            done.get(30, TimeUnit.SECONDS);
+            at = 0;
+            for (int i = 0; i < reads; i++) {
+                assertEquals(-1, sink.segment().asSlice(at, lengths[i]).mismatch(data.asSlice(offsets[i], lengths[i])), "read " + i);
+                at += lengths[i];
+            }
+            assertTrue(c.isOpen());
         }
     }
 
