@@ -8,10 +8,13 @@ import org.apache.kafka.common.security.auth.SecurityProtocol;
 import org.apache.kafka.common.test.JaasUtils;
 import org.apache.kafka.common.test.KafkaClusterTestKit;
 import org.apache.kafka.common.test.TestKitNodes;
+import org.apache.kafka.common.utils.Exit;
 
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Pattern;
 
 /**
  * A KRaft cluster from the 4.3.1 test kit, with the settings single-replica groups and transactions need: one combined
@@ -19,6 +22,16 @@ import java.util.Map;
  * Public in this module's test-jar: the soft-RDMA lab's Kafka flow (it/lab-kafka) starts its brokers with it.
  */
 public final class KafkaTestCluster implements AutoCloseable {
+
+    /**
+     * How long formatting, starting and the brokers' readiness may take together (a few seconds on a developer
+     * machine): a KRaft start that hangs then fails with the stuck thread's stack instead of running into the CI's or
+     * the lab's limit. System property {@code rdma4j.kafka.test.startupSeconds}.
+     */
+    private static final Duration STARTUP_LIMIT = Duration.ofSeconds(Long.getLong("rdma4j.kafka.test.startupSeconds", 300));
+    private static final Duration CLOSE_AFTER_FAILED_START_LIMIT = Duration.ofSeconds(60);
+    /** Threads of the brokers and controllers (kafka-*, broker-*, controller-*, quorum and raft threads, ...). */
+    private static final Pattern KAFKA_THREAD = Pattern.compile("(?i)kafka|broker|controller|raft|quorum|metadata|ExpirationReaper");
 
     final KafkaClusterTestKit kit;
 
@@ -84,9 +97,34 @@ public final class KafkaTestCluster implements AutoCloseable {
                 .setConfigProp("log.cleaner.backoff.ms", "200")
                 .setConfigProp("file.delete.delay.ms", "1000")
                 .build();
-        kit.format();
-        kit.startup();
-        kit.waitForReadyBrokers();
+        try {
+            new BoundedSteps("kafka-test-cluster-start", STARTUP_LIMIT, t -> KAFKA_THREAD.matcher(t.getName()).find())
+                    .step("formatting the Kafka test cluster", kit::format)
+                    .step("starting the Kafka test cluster", kit::startup)
+                    .step("waiting for the Kafka test cluster's brokers to be ready", kit::waitForReadyBrokers)
+                    .run("not retried; if this machine is merely slow, raise -Drdma4j.kafka.test.startupSeconds (now "
+                            + STARTUP_LIMIT.toSeconds() + ")");
+        } catch (Exception failed) {
+            closeAfterFailedStart(failed);
+            throw failed;
+        }
+    }
+
+    /** So that no broker or controller of a failed start outlives it; what goes wrong here is added to {@code failed}. */
+    private void closeAfterFailedStart(Exception failed) {
+        // A broker torn down mid-start finds its log dir deleted under it and halts the JVM (LogManager's log dir
+        // failure), which would take the test report, and the reason above, with it. From here on Kafka only says so.
+        Exit.Procedure report = (status, message) -> System.err.println("[KafkaTestCluster] Kafka asked to end the JVM"
+                + " with status " + status + " while its failed start was being closed; ignored: " + message);
+        Exit.setHaltProcedure(report);
+        Exit.setExitProcedure(report);
+        try {
+            new BoundedSteps("kafka-test-cluster-close", CLOSE_AFTER_FAILED_START_LIMIT, t -> false)
+                    .step("closing the Kafka test cluster after its failed start", kit::close)
+                    .run("its threads may live on until the JVM exits");
+        } catch (Exception e) {
+            failed.addSuppressed(e);
+        }
     }
 
     public String bootstrap() {
