@@ -45,6 +45,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -221,6 +224,60 @@ class ExporterAclTest {
             awaitStatus(c, SegmentDirectory.Status.NOT_AUTHORIZED, "after the token expired");
             assertRefused(c, new ExporterAuthentication.Proof(id, ExporterAuthentication.proof(token.hmac(), challenge(c), id)),
                     "the expired token proven again");
+        }
+    }
+
+    @Test
+    void aBurstOfForgedProofsCostsTheClusterAFewTokenLookupsAndAnHonestPeerStillGetsIn() throws Exception {
+        // 20 connections at once, 10 forged proofs each: a proof needs a challenge of its own connection first.
+        int connections = 20;
+        int rounds = 10;
+        int burst = connections * rounds;
+        long rejected = exporter.rejectedTokenProofs();
+        long lookups = exporter.delegationTokenLookups();
+        long authenticated = exporter.authenticatedConnections();
+        try (RdmaTransport peer = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
+             Admin asUser1 = Admin.create(user1(false, null))) {
+            // Created first: by the burst's end both brokers have learnt it (one learns it a moment after the other).
+            DelegationToken token = asUser1.createDelegationToken().delegationToken().get();
+            awaitKnown(token.tokenInfo().tokenId());
+            List<RdmaConnection> forgers = new ArrayList<>();
+            long elapsedMillis;
+            try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+                for (int i = 0; i < connections; i++) {
+                    forgers.add(peer.connect(exporter.address()).get(10, TimeUnit.SECONDS));
+                }
+                long start = System.nanoTime();
+                List<Future<?>> done = new ArrayList<>();
+                for (RdmaConnection c : forgers) {
+                    done.add(threads.submit(() -> {
+                        for (int r = 0; r < rounds; r++) {
+                            String id = "forged-token-" + r;
+                            assertRefused(c, new ExporterAuthentication.Proof(id, ExporterAuthentication.proof(new byte[64],
+                                    challenge(c), id)), "a forged proof");
+                        }
+                        return null;
+                    }));
+                }
+                for (Future<?> f : done) {
+                    f.get(60, TimeUnit.SECONDS);
+                }
+                elapsedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            } finally {
+                forgers.forEach(RdmaConnection::close);
+            }
+            assertThat(exporter.rejectedTokenProofs() - rejected).as("forged proofs counted as refused").isEqualTo(burst);
+            // TopicReadAuthorizer.TOKEN_LIST_INTERVAL: one describe per 100 ms at most, however many proofs wait.
+            assertThat(exporter.delegationTokenLookups() - lookups)
+                    .as("describeDelegationToken calls for %d proofs in %d ms", burst, elapsedMillis)
+                    .isLessThanOrEqualTo(elapsedMillis / 100 + 2)
+                    .isLessThan(burst / 4);
+
+            try (RdmaConnection honest = peer.connect(exporter.address()).get(10, TimeUnit.SECONDS)) {
+                prove(honest, token, challenge(honest));
+                assertThat(exporter.authenticatedConnections()).isEqualTo(authenticated + 1);
+                assertThat(directory(honest, GRANTED).status()).isEqualTo(SegmentDirectory.Status.OK);
+            }
         }
     }
 

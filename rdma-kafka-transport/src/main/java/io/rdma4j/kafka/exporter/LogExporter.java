@@ -179,6 +179,11 @@ public final class LogExporter implements AutoCloseable {
         return authorizer == null ? 0 : authorizer.rejectedProofs();
     }
 
+    /** Times the exporter described the cluster's delegation tokens for proofs and ACL checks (at most ten a second). */
+    public long delegationTokenLookups() {
+        return authorizer == null ? 0 : authorizer.tokenListFetches();
+    }
+
     /** Directory and aborted-transactions requests refused because the requester may not READ the topic. */
     public long aclRefusals() {
         return authorizer == null ? 0 : authorizer.refusals();

@@ -52,6 +52,11 @@ final class TopicReadAuthorizer implements AutoCloseable {
     private static final long CLIENT_IDLE_NANOS = TimeUnit.SECONDS.toNanos(60);
     /** Tokens with a client open at once: beyond it a new token is refused, so a flood of tokens costs bounded threads. */
     static final int MAX_TOKEN_CLIENTS = 256;
+    /**
+     * The cluster's delegation tokens are described at most this often, whoever asks how often: each proof and each
+     * undecided directory request needs the tokens as they are after it arrived, and a peer sends those at its pace.
+     */
+    static final Duration TOKEN_LIST_INTERVAL = Duration.ofMillis(100);
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private final Admin admin;
@@ -63,6 +68,8 @@ final class TopicReadAuthorizer implements AutoCloseable {
     private final AtomicLong authenticated = new AtomicLong();
     private final AtomicLong rejectedProofs = new AtomicLong();
     private final AtomicLong refusals = new AtomicLong();
+    private final CoalescingFetcher<List<DelegationToken>> tokenLists;
+    private final LogThrottle refusedProofLog = new LogThrottle(Duration.ofSeconds(1));
 
     /** What a connection proved: the nonce it was last given, then the token it holds. */
     private static final class Session {
@@ -100,6 +107,8 @@ final class TopicReadAuthorizer implements AutoCloseable {
         this.tokenClientBase = Map.copyOf(base);
         this.mechanism = mechanism;
         this.decisionNanos = decisionTtl.toNanos();
+        this.tokenLists = new CoalescingFetcher<>(() -> admin.describeDelegationToken().delegationTokens().toCompletionStage(),
+                TOKEN_LIST_INTERVAL);
     }
 
     /** Connections that proved a token so far. */
@@ -110,6 +119,11 @@ final class TopicReadAuthorizer implements AutoCloseable {
     /** Proofs that named no live token or did not match its HMAC. */
     long rejectedProofs() {
         return rejectedProofs.get();
+    }
+
+    /** Times the cluster's delegation tokens were described (at most one per {@link #TOKEN_LIST_INTERVAL}). */
+    long tokenListFetches() {
+        return tokenLists.fetches();
     }
 
     /** Directory and aborted-transactions requests refused for want of READ (or of a proven token). */
@@ -134,12 +148,11 @@ final class TopicReadAuthorizer implements AutoCloseable {
             rejectedProofs.incrementAndGet();
             throw new RequestRefusedException("ask for a challenge before sending a proof");
         }
-        return admin.describeDelegationToken().delegationTokens().toCompletionStage().thenApply(tokens -> {
+        return tokenLists.fetchedAfterNow().thenApply(tokens -> {
             Token token = live(tokens, proof.tokenId());
             if (token == null || !MessageDigest.isEqual(ExporterAuthentication.proof(token.hmac(), nonce, token.id()), proof.proof())) {
                 rejectedProofs.incrementAndGet();
-                LOG.info("refused a delegation token proof from {}: {}", context.peer().address(),
-                        token == null ? "no live token " + proof.tokenId() : "the proof does not match token " + token.id());
+                logRefusedProof(context, token == null ? "no live token " + proof.tokenId() : "the proof does not match token " + token.id());
                 throw new RequestRefusedException("the proof names no live delegation token of this cluster, or does not match it; "
                         + "the consumer creates a new token and tries again");
             }
@@ -148,6 +161,17 @@ final class TopicReadAuthorizer implements AutoCloseable {
             LOG.debug("{} proved delegation token {} of {}", context.peer().address(), token.id(), token.owner());
             return ByteBuffer.allocate(0);
         });
+    }
+
+    /** At INFO once a second at most, so that a peer sending forged proofs cannot flood the log; else at DEBUG. */
+    private void logRefusedProof(RequestContext context, String why) {
+        long quiet = refusedProofLog.loudOrQuiet();
+        if (quiet < 0) {
+            LOG.debug("refused a delegation token proof from {}: {}", context.peer().address(), why);
+        } else {
+            LOG.info("refused a delegation token proof from {}: {}{}", context.peer().address(), why, quiet == 0 ? ""
+                    : " (" + quiet + " more refused since the last such line, logged at DEBUG)");
+        }
     }
 
     private static Token live(List<DelegationToken> tokens, String id) {
@@ -186,7 +210,7 @@ final class TopicReadAuthorizer implements AutoCloseable {
         }
         // The token is looked up again first: one expired or deleted since the proof must stop counting, and a client
         // already connected with it would not notice (the broker checks a token when a connection authenticates).
-        return admin.describeDelegationToken().delegationTokens().toCompletionStage().thenCompose(tokens -> {
+        return tokenLists.fetchedAfterNow().thenCompose(tokens -> {
             if (live(tokens, token.id()) == null) {
                 session.token = null;
                 closeClient(token.id());
