@@ -247,7 +247,7 @@ class VerbsGuestTest {
         }
     }
 
-    /** The resource counts `rdma resource show` prints for one device, less other processes' wildcard listeners. */
+    /** One device's QPs and MRs, as `rdma resource show` counts them, and its cm ids less wildcard listeners. */
     record Counts(int qp, int mr, int cmId, String line) {
         private static final Pattern FIELD = Pattern.compile("\\b(\\S+) (\\d+)");
 
@@ -257,34 +257,37 @@ class VerbsGuestTest {
                 if (line.contains(" " + device + ":")) {
                     int qp = -1;
                     int mr = -1;
-                    int cm = -1;
                     Matcher m = FIELD.matcher(line.substring(line.indexOf(device + ":") + device.length() + 1));
                     while (m.find()) {
                         switch (m.group(1)) {
                             case "qp" -> qp = Integer.parseInt(m.group(2));
                             case "mr" -> mr = Integer.parseInt(m.group(2));
-                            case "cm_id" -> cm = Integer.parseInt(m.group(2));
                             default -> { }
                         }
                     }
-                    if (qp < 0 || mr < 0 || cm < 0) {
-                        throw new AssertionError("cannot read qp/mr/cm_id from: " + line);
+                    if (qp < 0 || mr < 0) {
+                        throw new AssertionError("cannot read qp/mr from: " + line);
                     }
-                    int wildcard = wildcardCmIds(device);
-                    return new Counts(qp, mr, cm - wildcard, line.strip() + " (" + wildcard + " wildcard cm_id not counted)");
+                    int[] cmIds = cmIds(device);
+                    return new Counts(qp, mr, cmIds[0], line.strip() + " (cm_id listed " + (cmIds[0] + cmIds[1]) + ", "
+                            + cmIds[1] + " of them wildcard, not counted)");
                 }
             }
             throw new AssertionError("no line for " + device + " in `rdma resource show`:\n" + out);
         }
 
         /**
-         * cm ids of listeners on the wildcard address, which rdma_cm places on every device: the other device's guest
-         * JVM runs at the same time, and its perftest server (rdma_cm on siw0) listens on 0.0.0.0. The transports
-         * under test bind the device's own address, so nothing of theirs is left out.
+         * The device's cm ids, from one listing: those not on the wildcard address, and those on it. rdma_cm places a
+         * listener on 0.0.0.0 on every device, and the other device's guest JVM runs at the same time: its perftest
+         * server (rdma_cm on siw0) listens there, and may start or stop at any moment, so both counts come from the
+         * same listing (the summary line, read a moment apart, once counted one that the listing did not). The
+         * transports under test bind the device's own address, so nothing of theirs is left out.
          */
-        private static int wildcardCmIds(String device) throws Exception {
+        private static int[] cmIds(String device) throws Exception {
             String out = GuestCommand.run(Duration.ofSeconds(60), "rdma", "resource", "show", "cm_id").requireSuccess();
-            return (int) out.lines().filter(l -> l.contains("link " + device + "/") && l.contains("src-addr 0.0.0.0:")).count();
+            List<String> onDevice = out.lines().filter(l -> l.contains("link " + device + "/")).toList();
+            int wildcard = (int) onDevice.stream().filter(l -> l.contains("src-addr 0.0.0.0:")).count();
+            return new int[] {onDevice.size() - wildcard, wildcard};
         }
 
         @Override
