@@ -66,7 +66,7 @@ final class FrameInput {
     private void fill() throws IOException {
         buffered.clear();
         try {
-            readSome(buffered);
+            arrived(channel.read(buffered));
         } finally {
             buffered.flip();
         }
@@ -79,23 +79,17 @@ final class FrameInput {
     private void readDirect(ByteBuffer dst) throws IOException {
         buffered.clear();
         try {
-            if (channel.read(dst, buffered) < 0) {
-                throw closed();
-            }
+            arrived(channel.read(dst, buffered));
         } finally {
             buffered.flip();
         }
-        lastReadNanos = System.nanoTime();
     }
 
-    private ConnectionClosedException closed() {
-        return new ConnectionClosedException(remoteAddress + " closed the connection"
-                + (pending.isEmpty() ? "" : " with " + pending.size() + " operation(s) pending"));
-    }
-
-    private void readSome(ByteBuffer dst) throws IOException {
-        if (channel.read(dst) < 0) {
-            throw closed();
+    /** Takes the result of a socket read: {@code n} bytes arrived, or the stream ended (negative). */
+    private void arrived(long n) throws ConnectionClosedException {
+        if (n < 0) {
+            throw new ConnectionClosedException(remoteAddress + " closed the connection"
+                    + (pending.isEmpty() ? "" : " with " + pending.size() + " operation(s) pending"));
         }
         lastReadNanos = System.nanoTime();
     }

@@ -66,10 +66,15 @@ final class OutgoingFrames implements FrameChannel.Output {
     /** Queues {@code o} behind everything queued and, on a plain socket, writes what the socket takes now. */
     void enqueue(Outgoing o) {
         queue.addLast(o);
-        if (inline) {
-            flush();
-        } else {
+        queued(true);
+    }
+
+    /** After queueing: writes now ({@code writeNow}, plain socket) or wakes the writer thread (TLS). */
+    private void queued(boolean writeNow) {
+        if (!inline) {
             wakeWriter();
+        } else if (writeNow) {
+            flush();
         }
         if (connection.isFinished()) {
             abortQueued();
@@ -215,12 +220,7 @@ final class OutgoingFrames implements FrameChannel.Output {
         unsentResponses.incrementAndGet();
         unsentResponseBytes.addAndGet(bytes);
         queue.addLast(new Response(o, bytes));
-        if (!inline) {
-            wakeWriter();
-        }
-        if (connection.isFinished()) {
-            abortQueued();
-        }
+        queued(false);
     }
 
     int unsentResponses() {

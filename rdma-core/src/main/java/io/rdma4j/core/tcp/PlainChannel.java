@@ -48,26 +48,13 @@ final class PlainChannel implements FrameChannel {
         this.output = output;
     }
 
-    /**
-     * Reader thread only. After a read that took less than it asked for, the socket was empty: the next read waits
-     * for data first rather than try a read that would most likely find nothing (a system call per wake-up saved).
-     */
+    /** Reader thread only; see {@link #readWhenReady}. */
     @Override
     public int read(ByteBuffer dst) throws IOException {
         if (!nonBlocking) {
             return socket.read(dst);
         }
-        while (true) {
-            int asked = dst.remaining();
-            if (drained && asked > 0) {
-                await(SelectionKey.OP_READ, 0);
-            }
-            int n = socket.read(dst);
-            drained = n >= 0 && n < asked;
-            if (n != 0 || asked == 0) {
-                return n;
-            }
-        }
+        return (int) readWhenReady(dst.remaining(), () -> socket.read(dst));
     }
 
     /** Reader thread only: one scattering read, so the frames behind a long payload come with it. */
@@ -79,20 +66,32 @@ final class PlainChannel implements FrameChannel {
         scatter[0] = dst;
         scatter[1] = then;
         try {
-            while (true) {
-                long asked = (long) dst.remaining() + then.remaining();
-                if (drained && asked > 0) {
-                    await(SelectionKey.OP_READ, 0);
-                }
-                long n = socket.read(scatter);
-                drained = n >= 0 && n < asked;
-                if (n != 0 || asked == 0) {
-                    return n;
-                }
-            }
+            return readWhenReady((long) dst.remaining() + then.remaining(), () -> socket.read(scatter));
         } finally {
             scatter[0] = null;
             scatter[1] = null;
+        }
+    }
+
+    private interface SocketRead {
+        long read() throws IOException;
+    }
+
+    /**
+     * Reads at least one of the {@code asked} bytes. After a read that took less than it asked for, the socket was
+     * empty: the next read waits for data first rather than try a read that would most likely find nothing (a system
+     * call per wake-up saved).
+     */
+    private long readWhenReady(long asked, SocketRead read) throws IOException {
+        while (true) {
+            if (drained && asked > 0) {
+                await(SelectionKey.OP_READ, 0);
+            }
+            long n = read.read();
+            drained = n >= 0 && n < asked;
+            if (n != 0 || asked == 0) {
+                return n;
+            }
         }
     }
 
