@@ -29,8 +29,8 @@ import static org.apache.spark.sql.functions.sum;
  * each reads the other's map outputs from its files) and off (every block between the executors goes through the
  * shuffle's transport: rdma4j's, or Spark's Netty block transfer). After a warm-up app, each set-up runs as two apps
  * (the second pass in reverse order) of {@code rounds} rounds; prints per job the fastest run of each set-up, the
- * ratios rdma4j/Spark and the total. Every job's result is checked to be the same
- * across the four set-ups. Arguments: shaded jar and job jar (comma-separated), scale (default 1), provider (tcp),
+ * ratios rdma4j/Spark and the total, then how long those runs' reduce tasks waited for shuffle blocks
+ * ({@link ShuffleReadTimes}). Every job's result is checked to be the same across the four set-ups. Arguments: shaded jar and job jar (comma-separated), scale (default 1), provider (tcp),
  * rounds per app (2).
  */
 public final class SparkShuffleBench {
@@ -51,7 +51,7 @@ public final class SparkShuffleBench {
         List<Setup> setups = List.of(new Setup("rdma4j(" + provider + ") host-local on", true, true, provider),
                 new Setup("spark host-local on", false, true, null), new Setup("spark host-local off", false, false, null),
                 new Setup("rdma4j(" + provider + ") host-local off", true, false, provider));
-        Map<Setup, long[]> best = new LinkedHashMap<>();
+        Map<Setup, Fastest[]> best = new LinkedHashMap<>();
         long[] checksums = new long[jobs.size()];
         // A warm-up app first (its times are not counted): the driver JVM is shared by every app, so the first one
         // would pay its JIT warm-up (SQL planning and code generation run on the driver). Then two passes over the
@@ -60,35 +60,61 @@ public final class SparkShuffleBench {
         List<Setup> order = new ArrayList<>(setups);
         order.addAll(setups.reversed());
         for (Setup setup : order) {
-            long[] millis = run(sparkJars, setup, jobs, rounds, checksums, false);
-            best.merge(setup, millis, (a, b) -> {
-                long[] min = a.clone();
+            Fastest[] runs = run(sparkJars, setup, jobs, rounds, checksums, false);
+            best.merge(setup, runs, (a, b) -> {
+                Fastest[] min = a.clone();
                 for (int j = 0; j < min.length; j++) {
-                    min[j] = Math.min(a[j], b[j]);
+                    min[j] = b[j].millis() < a[j].millis() ? b[j] : a[j];
                 }
                 return min;
             });
         }
+        Fastest[] rdmaOn = best.get(setups.get(0));
+        Fastest[] sparkOn = best.get(setups.get(1));
+        Fastest[] sparkOff = best.get(setups.get(2));
+        Fastest[] rdmaOff = best.get(setups.get(3));
         System.out.printf("%nscale %.2f, fastest of %d runs per job (2 apps x %d rounds; ms), ratios rdma4j/spark%n", scale, 2 * rounds, rounds);
         System.out.printf("%-22s %12s %12s %8s | %12s %12s %8s%n", "job", "rdma4j on", "spark on", "ratio", "rdma4j off", "spark off", "ratio");
-        long[] rdmaOn = best.get(setups.get(0));
-        long[] sparkOn = best.get(setups.get(1));
-        long[] sparkOff = best.get(setups.get(2));
-        long[] rdmaOff = best.get(setups.get(3));
         for (int j = 0; j < jobs.size(); j++) {
-            System.out.printf("%-22s %12d %12d %8.3f | %12d %12d %8.3f%n", jobs.get(j).name(), rdmaOn[j], sparkOn[j],
-                    rdmaOn[j] / (double) sparkOn[j], rdmaOff[j], sparkOff[j], rdmaOff[j] / (double) sparkOff[j]);
+            System.out.printf("%-22s %12d %12d %8.3f | %12d %12d %8.3f%n", jobs.get(j).name(), rdmaOn[j].millis(), sparkOn[j].millis(),
+                    rdmaOn[j].millis() / (double) sparkOn[j].millis(), rdmaOff[j].millis(), sparkOff[j].millis(),
+                    rdmaOff[j].millis() / (double) sparkOff[j].millis());
         }
-        long a = java.util.Arrays.stream(rdmaOn).sum();
-        long b = java.util.Arrays.stream(sparkOn).sum();
-        long c = java.util.Arrays.stream(rdmaOff).sum();
-        long d = java.util.Arrays.stream(sparkOff).sum();
+        long a = total(rdmaOn, Fastest::millis);
+        long b = total(sparkOn, Fastest::millis);
+        long c = total(rdmaOff, Fastest::millis);
+        long d = total(sparkOff, Fastest::millis);
         System.out.printf("%-22s %12d %12d %8.3f | %12d %12d %8.3f%n", "total", a, b, a / (double) b, c, d, c / (double) d);
+        // How much the shuffle read could weigh: with one core per executor, a job's reduce tasks wait for blocks on
+        // two cores at once, so at most about half their summed wait shows in the job's time.
+        System.out.printf("%nin the same runs: reduce tasks' summed wait for shuffle blocks, ms (share of the job's summed task time),"
+                + " and MB of shuffle read%n");
+        System.out.printf("%-22s %18s %18s %18s %18s %8s%n", "job", "rdma4j on", "spark on", "rdma4j off", "spark off", "MB");
+        for (int j = 0; j < jobs.size(); j++) {
+            System.out.printf("%-22s %18s %18s %18s %18s %8d%n", jobs.get(j).name(), rdmaOn[j].waitShare(), sparkOn[j].waitShare(),
+                    rdmaOff[j].waitShare(), sparkOff[j].waitShare(), sparkOff[j].shuffle().readBytes() >> 20);
+        }
+        System.out.printf("%-22s %18d %18d %18d %18d%n", "total", total(rdmaOn, f -> f.shuffle().fetchWaitMillis()),
+                total(sparkOn, f -> f.shuffle().fetchWaitMillis()), total(rdmaOff, f -> f.shuffle().fetchWaitMillis()),
+                total(sparkOff, f -> f.shuffle().fetchWaitMillis()));
     }
 
-    /** Runs every job {@code rounds} times in one app of {@code setup}; the fastest time of each, checking its result. */
-    private static long[] run(String sparkJars, Setup setup, List<Job> jobs, int rounds, long[] checksums, boolean reference) {
+    /** A job's fastest run in one set-up: its time, and what its tasks reported about the shuffle read. */
+    private record Fastest(long millis, ShuffleReadTimes.Totals shuffle) {
+
+        String waitShare() {
+            return String.format("%d (%.1f %%)", shuffle.fetchWaitMillis(), 100.0 * shuffle.fetchWaitMillis() / Math.max(1, shuffle.taskMillis()));
+        }
+    }
+
+    private static long total(Fastest[] runs, ToLongFunction<Fastest> value) {
+        return java.util.Arrays.stream(runs).mapToLong(value).sum();
+    }
+
+    /** Runs every job {@code rounds} times in one app of {@code setup}; the fastest run of each, checking its result. */
+    private static Fastest[] run(String sparkJars, Setup setup, List<Job> jobs, int rounds, long[] checksums, boolean reference) {
         long[] millis = new long[jobs.size()];
+        String[] fastestRun = new String[jobs.size()];
         java.util.Arrays.fill(millis, Long.MAX_VALUE);
         SparkConf conf = LocalSparkCluster.conf("bench-" + setup.name().replaceAll("[^a-z0-9]+", "-"), 2, 3072,
                         List.of(sparkJars.split(",")))
@@ -100,14 +126,21 @@ public final class SparkShuffleBench {
                     .set("spark.shuffle.rdma.provider", setup.provider())
                     .set("spark.shuffle.rdma.fallback", "fail");
         }
+        ShuffleReadTimes shuffleReads = new ShuffleReadTimes();
         try (JavaSparkContext sc = LocalSparkCluster.start(conf, Duration.ofMinutes(2))) {
+            sc.sc().addSparkListener(shuffleReads);
             SparkSession spark = SparkSession.builder().sparkContext(sc.sc()).getOrCreate();
             for (int round = 0; round < rounds; round++) {
                 for (int j = 0; j < jobs.size(); j++) {
+                    String runName = round + "/" + j;
+                    sc.setLocalProperty(ShuffleReadTimes.RUN, runName);
                     long start = System.nanoTime();
                     long checksum = jobs.get(j).run().applyAsLong(spark);
                     long ms = (System.nanoTime() - start) / 1_000_000;
-                    millis[j] = Math.min(millis[j], ms);
+                    if (ms < millis[j]) {
+                        millis[j] = ms;
+                        fastestRun[j] = runName;
+                    }
                     if (reference && round == 0) {
                         checksums[j] = checksum;
                     } else if (checksum != checksums[j]) {
@@ -118,7 +151,12 @@ public final class SparkShuffleBench {
                 }
             }
         }
-        return millis;
+        // Stopping the context delivered every task's metrics to the listener.
+        Fastest[] fastest = new Fastest[jobs.size()];
+        for (int j = 0; j < fastest.length; j++) {
+            fastest[j] = new Fastest(millis[j], shuffleReads.of(fastestRun[j]));
+        }
+        return fastest;
     }
 
     private static List<Job> jobs(double scale) {
