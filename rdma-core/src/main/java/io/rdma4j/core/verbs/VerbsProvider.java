@@ -14,7 +14,6 @@ import io.rdma4j.nativeloader.discovery.SelectionResult;
 
 import java.net.InetAddress;
 import java.net.UnknownHostException;
-import java.util.concurrent.TimeUnit;
 
 /**
  * RDMA through libibverbs and librdmacm: InfiniBand, RoCE and iWARP NICs (and rxe/siw). With a shared secret, peers
@@ -35,27 +34,10 @@ public final class VerbsProvider implements RdmaProvider {
         return 100;
     }
 
-    /**
-     * What {@link #probe} found, for the {@link #open} that follows it: a scan reads every GID table entry from
-     * sysfs, a file each, so one transport open scans once. The registry makes a provider instance per selection.
-     */
-    private volatile Probed probed;
-
-    private record Probed(TransportConfig config, long atNanos, Examination examination) {
-        /** Older than this, open scans again: the host may have changed since. */
-        static final long REUSE_NANOS = TimeUnit.SECONDS.toNanos(2);
-
-        boolean reusableFor(TransportConfig c) {
-            return config.equals(c) && System.nanoTime() - atNanos < REUSE_NANOS;
-        }
-    }
-
     @Override
     public Availability probe(TransportConfig config) {
         try {
-            Examination e = examine(config);
-            probed = new Probed(config, System.nanoTime(), e);
-            return e.availability();
+            return examine(config).availability();
         } catch (RuntimeException e) {
             return Availability.unusable("verbs probe failed (" + e.getClass().getSimpleName() + ")", "verbs probe failed: " + e);
         }
@@ -65,9 +47,8 @@ public final class VerbsProvider implements RdmaProvider {
     public ProviderTransport open(TransportConfig config, TransportMetrics metrics) {
         SecretProof.checkSecret(config.sharedSecret());
         VerbsOptions options = VerbsOptions.from(config);
-        Probed p = probed;
-        probed = null;
-        Examination e = p != null && p.reusableFor(config) ? p.examination() : examine(config);
+        // Right after the registry's probe: discovery reuses that probe's scan of the host.
+        Examination e = examine(config);
         if (e.selection() == null) {
             throw new ProviderUnavailableException("verbs provider unavailable: " + e.availability().reason());
         }

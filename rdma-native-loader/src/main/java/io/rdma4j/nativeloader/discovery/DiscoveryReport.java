@@ -30,13 +30,17 @@ public record DiscoveryReport(SysfsScanner.Snapshot snapshot, DiscoveryOptions o
         advice = List.copyOf(advice);
     }
 
+    private static final RecentHostScan HOST = new RecentHostScan(() -> SysfsScanner.host().scan(),
+            () -> KernelModules.scan(Path.of("/")), System::nanoTime);
+
     /**
-     * Scans the real host ({@code /}), probes the native libraries and reads this process's memlock limit and the
-     * kernel's soft-RDMA modules.
+     * Scans the real host ({@code /}) and the kernel's soft-RDMA modules (or takes the scan of the last
+     * {@value RecentHostScan#REUSE_SECONDS} s: {@link RecentHostScan}), probes the native libraries and reads this
+     * process's memlock limit.
      */
     public static DiscoveryReport forThisHost(DiscoveryOptions options) {
-        return create(SysfsScanner.host().scan(), options, MemlockLimit.current(), Optional.of(NativeStatus.probe()),
-                KernelModules.scan(Path.of("/")));
+        RecentHostScan.Scan host = HOST.get();
+        return create(host.snapshot(), options, MemlockLimit.current(), Optional.of(NativeStatus.probe()), host.kernel());
     }
 
     /** Builds a report from given inputs, the kernel's modules unknown. */
