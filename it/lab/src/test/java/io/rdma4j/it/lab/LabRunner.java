@@ -109,7 +109,7 @@ public final class LabRunner {
                 Path.of(required("rdma4j.lab.resultsDir")), include,
                 devices(System.getProperty("rdma4j.lab.devices", "")),
                 System.getProperty("rdma4j.lab.vmMemory", ""),
-                // the verbs correctness classes take 5-8 min per boot on a 2-core host, the benchmark 20 more
+                // the verbs correctness classes take 3-4 min per boot on a 2-core host, the benchmark 20 more
                 Duration.ofSeconds(Long.getLong("rdma4j.lab.timeoutSeconds", 3600)),
                 guestEnv(System.getProperty("rdma4j.lab.guestEnv", "")),
                 words(System.getProperty("rdma4j.lab.guestJvmOptions", "")),
