@@ -268,9 +268,9 @@ class VerbsGuestTest {
                     if (qp < 0 || mr < 0) {
                         throw new AssertionError("cannot read qp/mr from: " + line);
                     }
-                    int[] cmIds = cmIds(device);
-                    return new Counts(qp, mr, cmIds[0], line.strip() + " (cm_id listed " + (cmIds[0] + cmIds[1]) + ", "
-                            + cmIds[1] + " of them wildcard, not counted)");
+                    CmIds cm = cmIds(device);
+                    return new Counts(qp, mr, cm.own(), line.strip() + " (cm_id listed " + (cm.own() + cm.wildcard()) + ", "
+                            + cm.wildcard() + " of them wildcard, not counted)");
                 }
             }
             throw new AssertionError("no line for " + device + " in `rdma resource show`:\n" + out);
@@ -283,11 +283,15 @@ class VerbsGuestTest {
          * same listing (the summary line, read a moment apart, once counted one that the listing did not). The
          * transports under test bind the device's own address, so nothing of theirs is left out.
          */
-        private static int[] cmIds(String device) throws Exception {
+        private static CmIds cmIds(String device) throws Exception {
             String out = GuestCommand.run(Duration.ofSeconds(60), "rdma", "resource", "show", "cm_id").requireSuccess();
             List<String> onDevice = out.lines().filter(l -> l.contains("link " + device + "/")).toList();
             int wildcard = (int) onDevice.stream().filter(l -> l.contains("src-addr 0.0.0.0:")).count();
-            return new int[] {onDevice.size() - wildcard, wildcard};
+            return new CmIds(onDevice.size() - wildcard, wildcard);
+        }
+
+        /** A device's cm ids in one listing: on its own addresses, and on the wildcard address. */
+        private record CmIds(int own, int wildcard) {
         }
 
         @Override

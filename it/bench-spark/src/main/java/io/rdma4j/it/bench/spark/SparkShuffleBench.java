@@ -30,8 +30,8 @@ import static org.apache.spark.sql.functions.sum;
  * shuffle's transport: rdma4j's, or Spark's Netty block transfer). After a warm-up app, each set-up runs as two apps
  * (the second pass in reverse order) of {@code rounds} rounds; prints per job the fastest run of each set-up, the
  * ratios rdma4j/Spark and the total, then how long those runs' reduce tasks waited for shuffle blocks
- * ({@link ShuffleReadTimes}). Every job's result is checked to be the same across the four set-ups. Arguments: shaded jar and job jar (comma-separated), scale (default 1), provider (tcp),
- * rounds per app (2).
+ * ({@link ShuffleReadTimes}). Every job's result is checked to be the same across the four set-ups. Arguments: shaded
+ * jar and job jar (comma-separated), scale (default 1), provider (tcp), rounds per app (2).
  */
 public final class SparkShuffleBench {
 
