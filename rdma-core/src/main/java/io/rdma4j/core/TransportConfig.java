@@ -26,6 +26,9 @@ import java.util.Optional;
  * <tr><td>max-outstanding-operations</td><td>256</td><td>per connection; callers wait (back-pressure) beyond it</td></tr>
  * <tr><td>max-message-size</td><td>65536</td><td>largest two-sided message</td></tr>
  * <tr><td>shared-secret</td><td>(none)</td><td>peers must prove knowledge of it to connect (tcp and verbs: HMAC-SHA256 over both sides' nonces, the connecting side proves first); at least 16 bytes, a shorter or empty one fails at open</td></tr>
+ * <tr><td>allow-unauthenticated</td><td>false</td><td>{@code true} lets a listener on a non-loopback address serve peers
+ *   that prove nothing (no shared secret, no mutual TLS), with one WARN line per transport; otherwise such a listener
+ *   refuses to open ({@link ProtectedModeException}). Loopback listeners serve only this host and need neither.</td></tr>
  * <tr><td>&lt;provider&gt;.*</td><td></td><td>provider-specific options, e.g. {@code tcp.chunk-size}</td></tr>
  * </table>
  */
@@ -41,6 +44,7 @@ public record TransportConfig(
         int maxOutstandingOperations,
         int maxMessageSize,
         String sharedSecret,
+        boolean allowUnauthenticated,
         Map<String, String> providerOptions) {
 
     public static final String AUTO = "auto";
@@ -95,6 +99,7 @@ public record TransportConfig(
                 + ", interface=" + networkInterface + ", address=" + localAddress + ", connectTimeout=" + connectTimeout
                 + ", operationTimeout=" + operationTimeout + ", maxOutstanding=" + maxOutstandingOperations
                 + ", maxMessageSize=" + maxMessageSize + ", sharedSecret=" + (sharedSecret == null ? "none" : "***")
+                + ", allowUnauthenticated=" + allowUnauthenticated
                 + ", options=" + providerOptions.keySet() + "]";
     }
 
@@ -123,6 +128,7 @@ public record TransportConfig(
                 case "max-outstanding-operations" -> b.maxOutstandingOperations(parseInt(key, value));
                 case "max-message-size" -> b.maxMessageSize(parseInt(key, value));
                 case "shared-secret" -> b.sharedSecret(value);
+                case "allow-unauthenticated" -> b.allowUnauthenticated(parseBoolean(key, value));
                 default -> {
                     if (key.indexOf('.') > 0) {
                         b.providerOption(key, value);
@@ -132,6 +138,13 @@ public record TransportConfig(
             }
         }
         return b.build();
+    }
+
+    private static boolean parseBoolean(String key, String value) {
+        if (!value.equalsIgnoreCase("true") && !value.equalsIgnoreCase("false")) {
+            throw new IllegalArgumentException("rdma4j option '" + key + "' must be true or false, got '" + value + "'");
+        }
+        return Boolean.parseBoolean(value);
     }
 
     private static int parseInt(String key, String value) {
@@ -180,6 +193,7 @@ public record TransportConfig(
         private int maxOutstandingOperations = 256;
         private int maxMessageSize = 64 * 1024;
         private String sharedSecret;
+        private boolean allowUnauthenticated;
         private final Map<String, String> providerOptions = new LinkedHashMap<>();
 
         private Builder() {
@@ -197,6 +211,7 @@ public record TransportConfig(
             maxOutstandingOperations = c.maxOutstandingOperations;
             maxMessageSize = c.maxMessageSize;
             sharedSecret = c.sharedSecret;
+            allowUnauthenticated = c.allowUnauthenticated;
             providerOptions.putAll(c.providerOptions);
         }
 
@@ -211,12 +226,14 @@ public record TransportConfig(
         public Builder maxOutstandingOperations(int max) { this.maxOutstandingOperations = max; return this; }
         public Builder maxMessageSize(int maxMessageSize) { this.maxMessageSize = maxMessageSize; return this; }
         public Builder sharedSecret(String sharedSecret) { this.sharedSecret = sharedSecret; return this; }
+        /** Serve unauthenticated peers off loopback too (see {@link ProtectedModeException}). */
+        public Builder allowUnauthenticated(boolean allow) { this.allowUnauthenticated = allow; return this; }
         /** A provider option as {@code "<provider>.<key>"}, e.g. {@code "tcp.chunk-size"}. */
         public Builder providerOption(String qualifiedKey, String value) { providerOptions.put(qualifiedKey, value); return this; }
 
         public TransportConfig build() {
             return new TransportConfig(provider, device, port, gidIndex, networkInterface, localAddress, connectTimeout,
-                    operationTimeout, maxOutstandingOperations, maxMessageSize, sharedSecret, providerOptions);
+                    operationTimeout, maxOutstandingOperations, maxMessageSize, sharedSecret, allowUnauthenticated, providerOptions);
         }
     }
 }

@@ -47,6 +47,7 @@ final class DefaultRdmaTransport implements RdmaTransport {
     private final ProviderSelection selection;
     private final ProviderTransport provider;
     private final TransportMetrics metrics;
+    private final ListenerProtection protection;
     private final RegionIndex regions = new RegionIndex();
     private final Set<DefaultConnection> connections = ConcurrentHashMap.newKeySet();
     private final Set<ProviderListener> listeners = ConcurrentHashMap.newKeySet();
@@ -64,6 +65,7 @@ final class DefaultRdmaTransport implements RdmaTransport {
         this.selection = opened.selection();
         this.provider = opened.transport();
         this.metrics = opened.metrics();
+        this.protection = new ListenerProtection(config, provider, selection.provider());
         this.timers = new ScheduledThreadPoolExecutor(1, Thread.ofPlatform().daemon().name("rdma4j-timeouts").factory());
         this.timers.setRemoveOnCancelPolicy(true);
         // A task that is always due soon keeps the operations' timeouts (due much later) from ever heading the
@@ -217,6 +219,7 @@ final class DefaultRdmaTransport implements RdmaTransport {
     public RdmaListener listen(InetSocketAddress address, RequestHandlers handlers, Consumer<RdmaConnection> onAccept) {
         checkOpen();
         java.util.Objects.requireNonNull(handlers, "handlers");
+        boolean unauthenticated = protection.check(address);
         ProviderListener pl = provider.listen(address, pc -> {
             if (closed.get()) {
                 pc.close();
@@ -232,6 +235,9 @@ final class DefaultRdmaTransport implements RdmaTransport {
             });
         });
         listeners.add(pl);
+        if (unauthenticated) {
+            protection.listening(pl.localAddress());
+        }
         return new RdmaListener() {
             @Override
             public InetSocketAddress localAddress() {

@@ -26,6 +26,14 @@ public interface ProviderTransport extends AutoCloseable {
     /** Connects, blocking for at most {@code timeout}; the transport calls {@link ProviderConnection#start}. */
     ProviderConnection connect(InetSocketAddress address, Duration timeout);
 
+    /**
+     * Whether the provider itself authenticates every peer that connects to its listeners, without the transport's
+     * shared secret (the tcp provider's mutual TLS). The transport's protected mode counts it as authentication.
+     */
+    default boolean authenticatesPeers() {
+        return false;
+    }
+
     /** Largest length of one read or write; the transport splits longer ones. */
     long maxOperationLength();
 

@@ -144,6 +144,12 @@ final class TcpTransport implements ProviderTransport {
 
     // ---- connections ----
 
+    /** Mutual TLS: a listener requires and checks each connecting side's certificate. */
+    @Override
+    public boolean authenticatesPeers() {
+        return options.tls() != null && options.tls().requireClient();
+    }
+
     @Override
     public ProviderListener listen(InetSocketAddress address, Consumer<ProviderConnection> onConnection) {
         checkOpen();

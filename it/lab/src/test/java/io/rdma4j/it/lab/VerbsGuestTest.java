@@ -2,6 +2,7 @@ package io.rdma4j.it.lab;
 
 import io.rdma4j.core.Access;
 import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.ProtectedModeException;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaListener;
 import io.rdma4j.core.RdmaTransport;
@@ -33,6 +34,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.fail;
 
 /** What only a real verbs device shows: detection, NIC-reported errors, peer death, resource release. */
@@ -54,6 +56,22 @@ class VerbsGuestTest {
         // without any override, auto still picks verbs (rxe0 or siw0) over tcp
         try (RdmaTransport t = RdmaTransport.open(TransportConfig.builder().localAddress(device.address()).build())) {
             assertThat(t.provider()).isEqualTo("verbs");
+        }
+    }
+
+    @Test
+    void protectedModeRefusesAListenerOnTheDeviceUnlessPeersMustProveASecret() {
+        TransportConfig unauthenticated = VerbsLab.config(device).toBuilder().allowUnauthenticated(false).build();
+        InetSocketAddress onDevice = new InetSocketAddress(device.address(), 0);
+        try (RdmaTransport t = RdmaTransport.open(unauthenticated)) {
+            assertThatThrownBy(() -> t.listen(onDevice, c -> { }))
+                    .isInstanceOf(ProtectedModeException.class)
+                    .hasMessageContaining("shared-secret").hasMessageContaining("allow-unauthenticated=true")
+                    .as("verbs has no TLS to offer").message().doesNotContain("tcp.tls");
+        }
+        try (RdmaTransport t = RdmaTransport.open(unauthenticated.toBuilder().sharedSecret("the lab's secret, 16+ bytes")
+                .build())) {
+            assertThat(t.listen(onDevice, c -> { }).localAddress().getPort()).isPositive();
         }
     }
 

@@ -150,8 +150,9 @@ class RdmaConsumerOverRxeGuestTest {
     }
 
     static Map<String, Object> verbsTransport(LabDevice device, String address) {
+        // The exporter listens on the device's address, not loopback: consumers prove a secret (protected mode).
         return Map.of("rdma.provider", "verbs", "rdma.device", device.name(), "rdma.address", address,
-                "rdma.operation-timeout", "90s");
+                "rdma.operation-timeout", "90s", "rdma.shared-secret", "the lab's Kafka secret, 16+ bytes");
     }
 
     /** Broker {@code broker}'s exporter on the verbs provider at {@code host:port}. */
