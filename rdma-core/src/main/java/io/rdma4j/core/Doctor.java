@@ -41,15 +41,16 @@ public final class Doctor {
 
     private static final Set<String> TRANSPORT_KEYS = Set.of("provider", "device", "port", "gid-index", "interface",
             "address", "connect-timeout", "operation-timeout", "max-outstanding-operations", "max-message-size",
-            "shared-secret");
+            "shared-secret", "allow-unauthenticated");
 
     static final String USAGE = """
             usage: java -jar rdma4j-doctor.jar [key=value ...]
                    java -jar rdma4j-doctor.jar --serve [ADDRESS[:PORT]] [key=value ...]
                    java -jar rdma4j-doctor.jar --ping HOST[:PORT] [--latency-reads=N] [--bandwidth-seconds=S] [key=value ...]
               without --serve/--ping: this host's RDMA devices, the provider choice and advice
-              --serve   publish a test region and answer pings (default 0.0.0.0:%d; with verbs, give the RDMA
-                        interface's address); runs until stopped
+              --serve   publish a test region and answer pings (default 127.0.0.1:%d; for other hosts give this
+                        host's address, e.g. the RDMA interface's, and shared-secret=... or tcp.tls=true, or
+                        allow-unauthenticated=true); runs until stopped
               --ping    connect to a --serve doctor, print the provider of each side, verify READ latency
                         (8 B reads, default 1000) and bandwidth (1 MiB reads, default 2 s)
               key=value transport options: provider=auto|verbs|tcp, device=mlx5_0, address=10.0.0.5,

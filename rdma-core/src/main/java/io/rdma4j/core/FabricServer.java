@@ -21,8 +21,9 @@ final class FabricServer {
     static int serve(TransportConfig config, String target, PrintStream out, PrintStream err) {
         InetSocketAddress requested;
         try {
-            String wildcard = config.localAddress() != null ? config.localAddress() : "0.0.0.0";
-            requested = FabricWire.parse(target == null ? "" : target, wildcard);
+            // Loopback unless told otherwise: serving other hosts is a choice, made with an address.
+            String fallbackHost = config.localAddress() != null ? config.localAddress() : "127.0.0.1";
+            requested = FabricWire.parse(target == null ? "" : target, fallbackHost);
         } catch (IllegalArgumentException e) {
             err.println("rdma4j doctor: --serve " + e.getMessage());
             return Doctor.BAD_ARGUMENTS;
@@ -67,7 +68,8 @@ final class FabricServer {
                     })));
         } catch (RuntimeException e) {
             err.println("rdma4j doctor: cannot serve on " + address + " with " + transport.provider() + ": " + e.getMessage()
-                    + (e instanceof RegistrationException ? "" : " (is the address this host's and the port free?)"));
+                    + (e instanceof RegistrationException || e instanceof ProtectedModeException ? ""
+                    : " (is the address this host's and the port free?)"));
             transport.close();
             arena.close();
             return Doctor.CANNOT_RUN_HERE;

@@ -43,11 +43,16 @@ class DoctorFabricCheckTest {
     }
 
     private ServingDoctor serve(String... options) throws Exception {
-        List<String> args = new ArrayList<>(List.of("--serve", "127.0.0.1:0"));
+        return serveOn("127.0.0.1:0", "127.0.0.1", options);
+    }
+
+    /** A {@code --serve TARGET} doctor that announces it serves on {@code host}. */
+    private ServingDoctor serveOn(String target, String host, String... options) throws Exception {
+        List<String> args = new ArrayList<>(List.of("--serve", target));
         args.addAll(List.of(options));
         Process p = doctor(args.toArray(String[]::new)).start();
         servers.add(p);
-        ServingDoctor server = ServingDoctor.await(p, "127.0.0.1", Duration.ofSeconds(60));
+        ServingDoctor server = ServingDoctor.await(p, host, Duration.ofSeconds(60));
         assertThat(server.via()).isEqualTo("tcp (configured: software emulation over TCP)");
         return server;
     }
@@ -120,6 +125,24 @@ class DoctorFabricCheckTest {
         assertThat(missing.output()).contains("shared secret");
         Result right = ping(server.port(), "provider=tcp", "shared-secret=" + SECRET);
         assertThat(right.code()).as(right.output()).isEqualTo(Doctor.OK);
+    }
+
+    @Test
+    void serveWithoutAnAddressStaysOnLoopbackAndOffLoopbackNeedsAuthentication() throws Exception {
+        ServingDoctor local = serveOn(":0", "127.0.0.1", "provider=tcp");
+        assertThat(ping(local.port(), "provider=tcp").code()).isEqualTo(Doctor.OK);
+
+        Result refused = inProcess("--serve", "0.0.0.0:0", "provider=tcp");
+        assertThat(refused.code()).as(refused.output()).isEqualTo(Doctor.CANNOT_RUN_HERE);
+        assertThat(refused.output()).contains("will not listen on 0.0.0.0").contains("shared-secret")
+                .contains("allow-unauthenticated=true").doesNotContain("is the address this host's");
+
+        ServingDoctor everywhere = serveOn("0.0.0.0:0", "0:0:0:0:0:0:0:0", // the JDK binds the wildcard dual-stack
+                "provider=tcp", "shared-secret=" + SECRET);
+        Result member = ping(everywhere.port(), "provider=tcp", "shared-secret=" + SECRET);
+        assertThat(member.code()).as(member.output()).isEqualTo(Doctor.OK);
+        Result stranger = ping(everywhere.port(), "provider=tcp");
+        assertThat(stranger.code()).as(stranger.output()).isEqualTo(Doctor.AUTHENTICATION_FAILED);
     }
 
     @Test

@@ -51,7 +51,9 @@ class DoctorFabricCheckGuestTest {
                 "-XX:TieredStopAtLevel=1", "-jar", doctorJar().toString()));
         command.addAll(Arrays.asList(args));
         command.addAll(List.of("provider=verbs", "device=" + device.name(), "address=" + device.address(),
-                "connect-timeout=30s", "operation-timeout=90s"));
+                "connect-timeout=30s", "operation-timeout=90s",
+                // off loopback the server serves only peers that prove a secret (protected mode)
+                "shared-secret=the lab doctor's secret, 16+ bytes"));
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         started.add(p);
         return p;
