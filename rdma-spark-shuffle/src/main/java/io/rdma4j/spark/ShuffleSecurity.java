@@ -23,6 +23,8 @@ import java.util.Locale;
  * certificates. RDMA READs bypass the hosts' CPUs and cannot be encrypted by rdma4j, so the verbs provider is
  * refused and {@code auto} means tcp.</li>
  * </ul>
+ * With {@code spark.authenticate=false} the shuffle serves unauthenticated peers, as Spark's own shuffle does, and
+ * rdma4j's protected mode logs that once per executor ({@code allow-unauthenticated}).
  * Anything that would weaken this is refused when the executor's shuffle starts, whatever
  * {@code spark.shuffle.rdma.fallback} says.
  */
@@ -75,7 +77,8 @@ final class ShuffleSecurity {
     static TransportConfig secured(SparkConf spark, TransportConfig transport, String applicationSecret) {
         check(spark, transport);
         if (!spark.getBoolean(AUTHENTICATE, false)) {
-            return transport;
+            // As Spark's own block transfer serves any peer then; rdma4j logs its WARN line once the executor listens.
+            return transport.toBuilder().allowUnauthenticated(true).build();
         }
         if (applicationSecret == null || applicationSecret.isEmpty()) {
             throw new RefusedException(AUTHENTICATE + "=true but Spark has no application secret on this executor;"

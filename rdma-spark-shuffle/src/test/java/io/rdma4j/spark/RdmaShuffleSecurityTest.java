@@ -153,6 +153,9 @@ class RdmaShuffleSecurityTest {
         assertThat(own.option("tcp", "tls.authentication")).as("the user's certificates are kept").isEmpty();
         assertThat(own.sharedSecretValue()).isPresent();
 
-        assertThat(ShuffleSecurity.secured(new SparkConf(), auto, null)).isSameAs(auto);
+        assertThat(authOnly.allowUnauthenticated()).as("with spark.authenticate peers prove the secret").isFalse();
+        TransportConfig open = ShuffleSecurity.secured(new SparkConf(), auto, null);
+        assertThat(open.allowUnauthenticated()).as("spark.authenticate=false serves any peer, as Spark does").isTrue();
+        assertThat(open.toBuilder().allowUnauthenticated(false).build()).isEqualTo(auto);
     }
 }

@@ -59,6 +59,12 @@ public class RdmaProperties {
     /** Secret peers must prove knowledge of to connect (tcp and verbs providers); empty: no authentication. */
     private String sharedSecret;
 
+    /**
+     * Let an endpoint on a non-loopback address serve peers that prove nothing (no shared secret, no mutual TLS);
+     * logged once as a WARN line. Without it such an endpoint fails the start (protected mode).
+     */
+    private boolean allowUnauthenticated;
+
     /** Provider-specific options as "provider.key", e.g. tcp.chunk-size. */
     private Map<String, String> options = new LinkedHashMap<>();
 
@@ -81,7 +87,8 @@ public class RdmaProperties {
                 .operationTimeout(operationTimeout)
                 .maxOutstandingOperations(maxOutstandingOperations)
                 .maxMessageSize(toIntBytes("rdma4j.max-message-size", maxMessageSize))
-                .sharedSecret(blankToNull(sharedSecret));
+                .sharedSecret(blankToNull(sharedSecret))
+                .allowUnauthenticated(allowUnauthenticated);
         options.forEach((key, value) -> {
             if (key.indexOf('.') <= 0) {
                 throw new IllegalArgumentException("rdma4j.options key '" + key
@@ -137,6 +144,8 @@ public class RdmaProperties {
     public void setMaxMessageSize(DataSize maxMessageSize) { this.maxMessageSize = maxMessageSize; }
     public String getSharedSecret() { return sharedSecret; }
     public void setSharedSecret(String sharedSecret) { this.sharedSecret = sharedSecret; }
+    public boolean isAllowUnauthenticated() { return allowUnauthenticated; }
+    public void setAllowUnauthenticated(boolean allow) { this.allowUnauthenticated = allow; }
     public Map<String, String> getOptions() { return options; }
     public void setOptions(Map<String, String> options) { this.options = options; }
     public Pool getPool() { return pool; }

@@ -193,6 +193,26 @@ class RdmaAutoConfigurationTest {
     }
 
     @Test
+    void anEndpointOnEveryInterfaceWithoutAuthenticationFailsTheStartNamingTheWaysOut() {
+        runner.withPropertyValues("rdma4j.endpoint.enabled=true", "rdma4j.endpoint.address=0.0.0.0",
+                "rdma4j.endpoint.port=0").run(context -> assertThat(context).getFailure().rootCause()
+                .isInstanceOf(io.rdma4j.core.ProtectedModeException.class)
+                .hasMessageContaining("rdma4j.shared-secret").hasMessageContaining("allow-unauthenticated=true"));
+    }
+
+    @Test
+    void anEndpointOnEveryInterfaceListensWithASecretOrWhenUnauthenticatedPeersAreAllowed() {
+        for (String choice : List.of("rdma4j.shared-secret=a secret of sixteen bytes or more",
+                "rdma4j.allow-unauthenticated=true")) {
+            runner.withPropertyValues("rdma4j.endpoint.enabled=true", "rdma4j.endpoint.address=0.0.0.0",
+                    "rdma4j.endpoint.port=0", choice).run(context -> {
+                assertThat(context).as(choice).hasNotFailed();
+                assertThat(context.getBean(RdmaEndpoint.class).localAddress().getAddress().isAnyLocalAddress()).isTrue();
+            });
+        }
+    }
+
+    @Test
     void applicationBeansWin() {
         runner.withUserConfiguration(OwnBeans.class).run(context -> {
             assertThat(context).hasSingleBean(RdmaTransport.class).hasSingleBean(RdmaTemplate.class);
