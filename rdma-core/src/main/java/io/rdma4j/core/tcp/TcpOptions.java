@@ -19,6 +19,10 @@ import java.util.Set;
  * @param maxInboxBytes            bytes of a peer's two-sided messages the application has not received yet
  * @param maxConnections           connections per listener, handshakes included
  * @param maxConnectionsPerAddress connections per listener from one remote IP address
+ * @param maxHandshakes            accepted connections still in their handshake, per listener; beyond it the oldest
+ *                                 is closed to admit a new one (a fraction of maxConnections, so that peers that
+ *                                 never finish cannot fill the listener)
+ * @param maxHandshakesPerAddress  of those, from one remote IP address
  * @param handshakeTimeout         how long an accepted peer has to complete the handshake
  * @param idleTimeout              a connection on which nothing arrives for this long is closed; each side sends
  *                                 a keep-alive frame after a quarter of it without traffic
@@ -30,12 +34,13 @@ import java.util.Set;
  */
 record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeout, int maxUnsentResponses,
                   long maxUnsentResponseBytes, long maxInboxBytes, int maxConnections, int maxConnectionsPerAddress,
-                  Duration handshakeTimeout, Duration idleTimeout, int maxRejections, TcpTls tls,
+                  int maxHandshakes, int maxHandshakesPerAddress, Duration handshakeTimeout, Duration idleTimeout, int maxRejections, TcpTls tls,
                   long awaitSpinNanos) {
 
     static final Set<String> KEYS = Set.of("chunk-size", "max-request-bytes", "region-close-timeout",
             "max-unsent-responses", "max-unsent-response-bytes", "max-inbox-bytes", "max-connections",
-            "max-connections-per-address", "handshake-timeout", "idle-timeout", "max-rejections", "tls", "tls.key-store",
+            "max-connections-per-address", "max-handshakes", "max-handshakes-per-address", "handshake-timeout",
+            "idle-timeout", "max-rejections", "tls", "tls.key-store",
             "tls.key-store-password", "tls.trust-store", "tls.trust-store-password", "tls.client-auth", "tls.authentication",
             "await-spin-micros");
 
@@ -57,6 +62,9 @@ record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeo
         long inbox = bytes(config, "max-inbox-bytes", 4L << 20, config.maxMessageSize(), Long.MAX_VALUE);
         int connections = (int) count(config, "max-connections", 4096, 1, 1 << 20);
         int perAddress = (int) count(config, "max-connections-per-address", 256, 1, 1 << 20);
+        int handshakes = (int) count(config, "max-handshakes", Math.max(1, connections / 4), 1, connections);
+        int handshakesPerAddress = (int) count(config, "max-handshakes-per-address",
+                Math.max(1, Math.min(handshakes, perAddress / 4)), 1, Math.min(handshakes, perAddress));
         Duration handshake = duration(config, "handshake-timeout", Duration.ofSeconds(10));
         Duration idle = duration(config, "idle-timeout", Duration.ofSeconds(60));
         if (idle.toMillis() < 100) {
@@ -65,7 +73,7 @@ record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeo
         int rejections = (int) count(config, "max-rejections", 3, 1, 1 << 20);
         long spinMicros = count(config, "await-spin-micros", DEFAULT_AWAIT_SPIN_MICROS, 0, 1_000_000);
         return new TcpOptions((int) chunk, maxRequest, closeWait, unsent, unsentBytes, inbox, connections, perAddress,
-                handshake, idle, rejections, TcpTls.from(config).orElse(null), spinMicros * 1000);
+                handshakes, handshakesPerAddress, handshake, idle, rejections, TcpTls.from(config).orElse(null), spinMicros * 1000);
     }
 
     private static long bytes(TransportConfig config, String key, long fallback, long min, long max) {

@@ -23,14 +23,12 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.security.SecureRandom;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
 /** The opened tcp provider: the key table, listeners and connections. */
@@ -245,9 +243,11 @@ final class TcpTransport implements ProviderTransport {
 
     /**
      * Accepts on a virtual thread; each accepted socket does its handshake on its own virtual thread. Admits at
-     * most tcp.max-connections connections (handshakes included) and tcp.max-connections-per-address from one
-     * remote IP; excess sockets are closed at once, counted and logged. Accept errors (such as running out of
-     * file descriptors) back off instead of spinning.
+     * most tcp.max-connections connections and tcp.max-connections-per-address from one remote IP, of which at most
+     * tcp.max-handshakes (and tcp.max-handshakes-per-address) may still be in their handshake: a new socket displaces
+     * the oldest half-open one rather than find the listener full ({@link ListenerSlots}). Refused and displaced
+     * sockets are closed at once, counted and logged. Accept errors (such as running out of file descriptors) back
+     * off instead of spinning.
      */
     private final class Listener implements ProviderListener {
         private static final long MIN_BACKOFF_MILLIS = 10;
@@ -256,8 +256,8 @@ final class TcpTransport implements ProviderTransport {
         private final ServerSocketChannel server;
         private final Consumer<ProviderConnection> onConnection;
         private final InetSocketAddress localAddress;
-        private final AtomicInteger admitted = new AtomicInteger();
-        private final Map<InetAddress, Integer> perAddress = new HashMap<>();
+        private final ListenerSlots slots = new ListenerSlots(options.maxConnections(), options.maxConnectionsPerAddress(),
+                options.maxHandshakes(), options.maxHandshakesPerAddress());
 
         Listener(ServerSocketChannel server, Consumer<ProviderConnection> onConnection) {
             this.server = server;
@@ -294,14 +294,20 @@ final class TcpTransport implements ProviderTransport {
                     continue;
                 }
                 InetAddress from = remoteIp(channel);
-                String refusal = reserve(from);
-                if (refusal != null) {
+                ListenerSlots.Admission admission = slots.admit(from, () -> closeQuietly(channel));
+                for (ListenerSlots.Claim displaced : admission.evicted()) {
                     // Counted before the peer can see the close, so whoever watches the peer sees the count too.
-                    rejected("connection from " + from + " on " + localAddress + " closed at accept: " + refusal);
+                    rejected("half-open connection from " + displaced.from + " on " + localAddress + " closed to admit a"
+                            + " newer one: the handshakes in progress reached tcp.max-handshakes or"
+                            + " tcp.max-handshakes-per-address");
+                    ListenerSlots.evict(displaced);
+                }
+                if (admission.claim() == null) {
+                    rejected("connection from " + from + " on " + localAddress + " closed at accept: " + admission.refusal());
                     closeQuietly(channel);
                     continue;
                 }
-                Thread.ofVirtual().name("rdma4j-tcp-handshake").start(() -> admit(channel, from));
+                Thread.ofVirtual().name("rdma4j-tcp-handshake").start(() -> admit(channel, admission.claim()));
             }
         }
 
@@ -313,49 +319,24 @@ final class TcpTransport implements ProviderTransport {
             }
         }
 
-        /** Takes a connection slot for {@code from}; the reason it is refused, or null. */
-        private String reserve(InetAddress from) {
-            synchronized (perAddress) {
-                if (admitted.get() >= options.maxConnections()) {
-                    return "the listener has " + admitted.get() + " connections (tcp.max-connections)";
-                }
-                int n = perAddress.getOrDefault(from, 0);
-                if (n >= options.maxConnectionsPerAddress()) {
-                    return "the address has " + n + " connections (tcp.max-connections-per-address)";
-                }
-                perAddress.put(from, n + 1);
-                admitted.incrementAndGet();
-                return null;
-            }
-        }
-
-        private void release(InetAddress from) {
-            synchronized (perAddress) {
-                admitted.decrementAndGet();
-                perAddress.computeIfPresent(from, (a, n) -> n == 1 ? null : n - 1);
-            }
-        }
-
-        private void admit(SocketChannel channel, InetAddress from) {
-            String peer = String.valueOf(from);
+        private void admit(SocketChannel channel, ListenerSlots.Claim claim) {
+            String peer = String.valueOf(claim.from);
             TcpConnection c = null;
-            AtomicBoolean released = new AtomicBoolean();
-            Runnable releaseSlot = () -> {
-                if (released.compareAndSet(false, true)) {
-                    release(from);
-                }
-            };
+            Runnable releaseSlot = () -> slots.release(claim);
             try {
                 InetSocketAddress remote = (InetSocketAddress) channel.getRemoteAddress();
                 peer = String.valueOf(remote);
                 channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 FrameChannel frames = TcpHandshake.run(channel, false, config.sharedSecretValue(), options.tls(),
                         options.handshakeTimeout(), timers, remote);
+                if (!slots.established(claim)) {
+                    throw new ConnectionClosedException("displaced by newer connections while in its handshake");
+                }
                 c = adopt(channel, frames, releaseSlot);
                 onConnection.accept(c);
             } catch (IOException | RuntimeException e) {
-                // Counted before the peer can see the close, so whoever watches the peer sees the count too.
-                if (!closed.get()) {
+                // A displaced socket was counted when it was displaced; the failure that follows is its close.
+                if (!closed.get() && !slots.displaced(claim)) {
                     rejected("connection from " + peer + " on " + localAddress + ": " + e.getMessage());
                 }
                 if (c != null) {

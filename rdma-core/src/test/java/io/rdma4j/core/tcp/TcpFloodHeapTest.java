@@ -29,8 +29,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Peers that flood a responder in a child JVM at {@code -Xmx256m} with READ requests and never read a response:
- * the responder stops reading their sockets, its heap stays bounded, and another peer is still served.
+ * Peers that flood a responder in a child JVM at {@code -Xmx256m}, with READ requests whose responses they never
+ * read or with sockets that never finish their handshake: the responder's heap stays bounded and another peer is
+ * still served.
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class TcpFloodHeapTest {
@@ -38,15 +39,16 @@ class TcpFloodHeapTest {
     private static final int FLOODERS = 4;
     private static final long MAX_HEAP_AFTER_FLOOD = 64L << 20;
 
-    @Test
-    void readFloodsThatAreNeverReadLeaveTheHeapBoundedAndAnotherPeerServed() throws Exception {
-        String java = ProcessHandle.current().info().command().orElseThrow(() -> new AssertionError("cannot find the java binary"));
-        Process child = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx256m",
-                "-cp", System.getProperty("java.class.path"), FloodResponder.class.getName())
-                .redirectError(ProcessBuilder.Redirect.INHERIT)
-                .start();
-        List<Socket> flooders = new ArrayList<>();
-        try {
+    /** The {@link FloodResponder} child: its port, the region it publishes, and its heap on request. */
+    private record Responder(Process child, PrintStream in, BufferedReader out, InetSocketAddress address,
+                             long regionAddress, long key) implements AutoCloseable {
+
+        static Responder start() throws IOException {
+            String java = ProcessHandle.current().info().command().orElseThrow(() -> new AssertionError("cannot find the java binary"));
+            Process child = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx256m",
+                    "-cp", System.getProperty("java.class.path"), FloodResponder.class.getName())
+                    .redirectError(ProcessBuilder.Redirect.INHERIT)
+                    .start();
             BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
             PrintStream in = new PrintStream(child.getOutputStream(), true, StandardCharsets.UTF_8);
             String line;
@@ -55,28 +57,17 @@ class TcpFloodHeapTest {
             }
             assertThat(line).as("child announced its region").isNotNull();
             String[] ready = line.split(" ");
-            InetSocketAddress address = new InetSocketAddress(InetAddress.getLoopbackAddress(), Integer.parseInt(ready[1]));
-            long regionAddress = Long.parseLong(ready[2]);
-            long key = Long.parseLong(ready[3]);
-            long heapBefore = heap(in, out);
+            return new Responder(child, in, out, new InetSocketAddress(InetAddress.getLoopbackAddress(),
+                    Integer.parseInt(ready[1])), Long.parseLong(ready[2]), Long.parseLong(ready[3]));
+        }
 
-            List<AtomicLong> written = new ArrayList<>();
-            for (int i = 0; i < FLOODERS; i++) {
-                Socket s = new Socket(address.getAddress(), address.getPort());
-                flooders.add(s);
-                s.getOutputStream().write(TcpFrameCodec.encodeHello(0, new byte[TcpFrameCodec.NONCE_SIZE]).array());
-                s.getInputStream().readNBytes(TcpFrameCodec.HELLO_SIZE);
-                // small reads hit the count bound; whole-region reads the byte bound
-                long length = i == 0 ? 1 << 20 : 16;
-                AtomicLong w = new AtomicLong();
-                written.add(w);
-                flood(s.getOutputStream(), TcpFrameCodec.encodeRequest(TcpFrameCodec.READ_REQ, 1, regionAddress, length, key), w);
-            }
-            long stalledAt = stalled(written, 30_000);
-            assertThat(child.isAlive()).as("the responder survived the flood").isTrue();
-            long heapAfter = heap(in, out);
+        long heap() throws IOException {
+            return TcpFloodHeapTest.heap(in, out);
+        }
 
-            // a second peer is served while the flooders still hold their connections
+        /** A regular peer connects and reads the whole region; returns how long that took, in milliseconds. */
+        long servedMillis() throws Exception {
+            long start = System.nanoTime();
             try (Arena arena = Arena.ofShared();
                  RdmaTransport client = RdmaTransport.open(TransportConfig.builder().provider("tcp").build())) {
                 RegisteredRegion sink = client.register(arena.allocate(1 << 20), Access.readSink());
@@ -84,24 +75,113 @@ class TcpFloodHeapTest {
                     c.read(new RegionDescriptor("tcp", regionAddress, 1 << 20, key, Access.remoteRead()), 0, sink.segment())
                             .get(10, TimeUnit.SECONDS);
                 }
+                long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
                 for (int i = 0; i < 1 << 20; i += 4099) {
                     assertThat(sink.segment().get(ValueLayout.JAVA_BYTE, i)).isEqualTo((byte) i);
                 }
+                return millis;
             }
+        }
+
+        @Override
+        public void close() throws InterruptedException, IOException {
+            child.getOutputStream().close();
+            if (!child.waitFor(10, TimeUnit.SECONDS)) {
+                child.destroyForcibly();
+            }
+        }
+    }
+
+    @Test
+    void readFloodsThatAreNeverReadLeaveTheHeapBoundedAndAnotherPeerServed() throws Exception {
+        List<Socket> flooders = new ArrayList<>();
+        try (Responder responder = Responder.start()) {
+            long heapBefore = responder.heap();
+            List<AtomicLong> written = new ArrayList<>();
+            for (int i = 0; i < FLOODERS; i++) {
+                Socket s = new Socket(responder.address().getAddress(), responder.address().getPort());
+                flooders.add(s);
+                s.getOutputStream().write(TcpFrameCodec.encodeHello(0, new byte[TcpFrameCodec.NONCE_SIZE]).array());
+                s.getInputStream().readNBytes(TcpFrameCodec.HELLO_SIZE);
+                // small reads hit the count bound; whole-region reads the byte bound
+                long length = i == 0 ? 1 << 20 : 16;
+                AtomicLong w = new AtomicLong();
+                written.add(w);
+                flood(s.getOutputStream(), TcpFrameCodec.encodeRequest(TcpFrameCodec.READ_REQ, 1, responder.regionAddress(),
+                        length, responder.key()), w);
+            }
+            long stalledAt = stalled(written, 30_000);
+            assertThat(responder.child().isAlive()).as("the responder survived the flood").isTrue();
+            long heapAfter = responder.heap();
+
+            // a second peer is served while the flooders still hold their connections
+            responder.servedMillis();
             long requests = stalledAt / (TcpFrameCodec.HEADER_SIZE + TcpFrameCodec.REQUEST_BODY_SIZE);
             System.out.printf("read flood at -Xmx256m: %d peers' sockets took %d requests before the responder stopped"
                             + " reading; heap after GC %d MiB before, %d MiB during the flood; a second peer was served%n",
                     FLOODERS, requests, heapBefore >> 20, heapAfter >> 20);
             assertThat(heapAfter).as("responder heap in use during the flood").isLessThan(MAX_HEAP_AFTER_FLOOD);
-            assertThat(child.isAlive()).isTrue();
+            assertThat(responder.child().isAlive()).isTrue();
         } finally {
             for (Socket s : flooders) {
                 s.close();
             }
-            child.getOutputStream().close();
-            if (!child.waitFor(10, TimeUnit.SECONDS)) {
-                child.destroyForcibly();
+        }
+    }
+
+    /**
+     * 4,096 sockets from 32 loopback addresses (127.0.0.2-33, 128 each, all under tcp.max-connections-per-address)
+     * that connect and never say a word, at the responder's default limits: together they would fill
+     * tcp.max-connections. Half-open sockets have a budget of their own, a quarter of it, and a new one displaces the
+     * oldest, so a regular peer is still served while all of them are held open.
+     */
+    @Test
+    void halfOpenSocketsFrom32AddressesDisplaceEachOtherAndARegularPeerIsServed() throws Exception {
+        int addresses = 32;
+        int sockets = 4096;
+        List<Socket> silent = new ArrayList<>(sockets);
+        try (Responder responder = Responder.start()) {
+            long heapBefore = responder.heap();
+            long start = System.nanoTime();
+            for (int i = 0; i < sockets; i++) {
+                Socket s = new Socket();
+                s.bind(new InetSocketAddress(InetAddress.getByAddress(new byte[] {127, 0, 0, (byte) (2 + i % addresses)}), 0));
+                s.connect(responder.address(), 5000);
+                silent.add(s);
             }
+            long openedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            long servedMillis = responder.servedMillis();
+            long heapDuring = responder.heap();
+            long stillOpen = silent.stream().filter(s -> !closedByResponder(s)).count();
+            System.out.printf("half-open flood at -Xmx256m: %d silent sockets from %d addresses opened in %d ms; a regular"
+                            + " peer connected and read 1 MiB in %d ms; %d of them still held by the responder (the"
+                            + " rest displaced); heap after GC %d MiB before, %d MiB during%n", sockets, addresses,
+                    openedMillis, servedMillis, stillOpen, heapBefore >> 20, heapDuring >> 20);
+            assertThat(stillOpen).as("half-open sockets the responder holds: at most tcp.max-handshakes (a quarter of"
+                    + " tcp.max-connections)").isLessThanOrEqualTo(4096 / 4);
+            assertThat(heapDuring).as("responder heap in use during the flood").isLessThan(MAX_HEAP_AFTER_FLOOD);
+            assertThat(responder.child().isAlive()).isTrue();
+        } finally {
+            for (Socket s : silent) {
+                s.close();
+            }
+        }
+    }
+
+    /** Whether the responder closed {@code s} (after its hello, which is all a silent peer gets). */
+    private static boolean closedByResponder(Socket s) {
+        try {
+            s.setSoTimeout(1);
+            byte[] buffer = new byte[256];
+            while (true) {
+                if (s.getInputStream().read(buffer) < 0) {
+                    return true;
+                }
+            }
+        } catch (java.net.SocketTimeoutException e) {
+            return false;
+        } catch (IOException e) {
+            return true;
         }
     }
 
