@@ -71,7 +71,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         };
         this.slots = new OperationSlots(transport.config().maxOutstandingOperations(), timeout, transport.metrics(),
                 closedFailure, this);
-        this.inbox = new MessageInbox(closeLock, closedFailure, transport.completions());
+        this.inbox = new MessageInbox(closeLock, closedFailure, transport.completions(), transport.unreceivedMessageBytes());
         this.requests = new PendingRequests(this, pc, transport, slots, closeLock, closedFailure);
         Peer peer = new Peer(pc.remoteAddress(), transport.provider(), pc.peerPrincipal());
         this.dispatcher = new RequestDispatcher(this, pc, transport, handlers, peer);
@@ -424,6 +424,11 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
     @Override
     public long unreceivedMessageBytes() {
         return inbox.queuedBytes();
+    }
+
+    @Override
+    public long transportUnreceivedMessageBytes() {
+        return transport.unreceivedMessageBytes().get();
     }
 
     @Override

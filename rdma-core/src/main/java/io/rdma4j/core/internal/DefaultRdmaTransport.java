@@ -35,6 +35,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 /** The transport every provider runs under: it owns the semantics that must not differ between providers. */
@@ -57,6 +58,8 @@ final class DefaultRdmaTransport implements RdmaTransport {
     private final ExecutorService completions = Executors.newThreadPerTaskExecutor(
             Thread.ofVirtual().name("rdma4j-completion-", 0).factory());
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Bytes of two-sided messages queued for the application on every open connection (see {@link MessageInbox}). */
+    private final AtomicLong unreceivedMessageBytes = new AtomicLong();
     /** Set once the provider refused a read-only file mapping (see {@link #registerFile}). */
     private volatile boolean readOnlyMappingsRefused;
 
@@ -115,6 +118,10 @@ final class DefaultRdmaTransport implements RdmaTransport {
 
     ExecutorService completions() {
         return completions;
+    }
+
+    AtomicLong unreceivedMessageBytes() {
+        return unreceivedMessageBytes;
     }
 
     long maxOperationLength() {

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
 /**
@@ -25,15 +26,20 @@ final class MessageInbox {
     /** Under the close lock: null while the connection is open, else the exception for receivers. */
     private final Supplier<RdmaException> closedFailure;
     private final Executor completions;
+    /** The queued bytes of every connection of the transport, for the provider's budget; this inbox's part until closed. */
+    private final AtomicLong transportQueued;
+    /** Under the close lock: the connection closed, and what is left here no longer counts for the transport. */
+    private boolean detached;
     private final ArrayDeque<ByteBuffer> messages = new ArrayDeque<>();
     private final ArrayDeque<CompletableFuture<ByteBuffer>> waiters = new ArrayDeque<>();
     /** What the queued messages count towards the provider's inbox bound. */
     private volatile long queuedBytes;
 
-    MessageInbox(Object closeLock, Supplier<RdmaException> closedFailure, Executor completions) {
+    MessageInbox(Object closeLock, Supplier<RdmaException> closedFailure, Executor completions, AtomicLong transportQueued) {
         this.closeLock = closeLock;
         this.closedFailure = closedFailure;
         this.completions = completions;
+        this.transportQueued = transportQueued;
     }
 
     CompletableFuture<ByteBuffer> receive() {
@@ -41,6 +47,9 @@ final class MessageInbox {
             ByteBuffer next = messages.pollFirst();
             if (next != null) {
                 queuedBytes -= cost(next);
+                if (!detached) {
+                    transportQueued.addAndGet(-cost(next));
+                }
                 return CompletableFuture.completedFuture(next);
             }
             RdmaException closed = closedFailure.get();
@@ -67,6 +76,7 @@ final class MessageInbox {
                 }
                 messages.addLast(message.asReadOnlyBuffer());
                 queuedBytes += cost(message);
+                transportQueued.addAndGet(cost(message));
                 return true;
             }
         }
@@ -84,8 +94,15 @@ final class MessageInbox {
         return Math.max(message.remaining(), ConnectionEvents.MESSAGE_OVERHEAD);
     }
 
-    /** Under the close lock, once the connection is closed: the receivers to fail. */
+    /**
+     * Under the close lock, once the connection is closed: the receivers to fail. Messages still queued stay
+     * receivable, but no longer count towards the transport's total, which bounds what live peers may still send.
+     */
     List<CompletableFuture<ByteBuffer>> takeWaiters() {
+        if (!detached) {
+            detached = true;
+            transportQueued.addAndGet(-queuedBytes);
+        }
         List<CompletableFuture<ByteBuffer>> taken = new ArrayList<>(waiters);
         waiters.clear();
         return taken;

@@ -23,6 +23,14 @@ public interface ConnectionEvents {
         return 0;
     }
 
+    /**
+     * {@link #unreceivedMessageBytes()} summed over every open connection of the transport: a provider with a memory
+     * budget per transport stops reading from the connections that hold the most while this is beyond it.
+     */
+    default long transportUnreceivedMessageBytes() {
+        return unreceivedMessageBytes();
+    }
+
     /** The peer's requests whose replies are not sent yet; a provider that can stop reading does so beyond its bound. */
     default int unansweredRequests() {
         return 0;

@@ -50,11 +50,14 @@ final class OutgoingFrames implements FrameChannel.Output {
     /** Responses to the peer's requests queued and not yet written, and their bytes: the reader's bounds. */
     private final AtomicInteger unsentResponses = new AtomicInteger();
     private final AtomicLong unsentResponseBytes = new AtomicLong();
+    /** The same bytes over every connection of the transport, for its budget. */
+    private final AtomicLong transportUnsentResponseBytes;
     private volatile long lastWriteNanos = System.nanoTime();
 
-    OutgoingFrames(TcpConnection connection, FrameChannel channel) {
+    OutgoingFrames(TcpConnection connection, FrameChannel channel, AtomicLong transportUnsentResponseBytes) {
         this.connection = connection;
         this.channel = channel;
+        this.transportUnsentResponseBytes = transportUnsentResponseBytes;
         this.inline = channel.writesWithoutBlocking();
     }
 
@@ -219,6 +222,7 @@ final class OutgoingFrames implements FrameChannel.Output {
     void enqueueResponse(Outgoing o, long bytes) {
         unsentResponses.incrementAndGet();
         unsentResponseBytes.addAndGet(bytes);
+        transportUnsentResponseBytes.addAndGet(bytes);
         queue.addLast(new Response(o, bytes));
         queued(false);
     }
@@ -399,6 +403,7 @@ final class OutgoingFrames implements FrameChannel.Output {
                 settled = true;
                 unsentResponses.decrementAndGet();
                 unsentResponseBytes.addAndGet(-bytes);
+                transportUnsentResponseBytes.addAndGet(-bytes);
                 connection.responseWritten();
             }
         }

@@ -45,16 +45,15 @@ final class TcpConnection implements ProviderConnection {
     private final OutgoingFrames outgoing;
     private final PeerRequests peerRequests;
     private final FrameInput input;
+    private final ReadBounds bounds;
     private final Object lock = new Object();
     private final AtomicBoolean finishedOnce = new AtomicBoolean();
     private final AtomicBoolean slotReleased = new AtomicBoolean();
     private final AtomicBoolean pingQueued = new AtomicBoolean();
     /** The reader waits here while a bound is reached; the writer wakes it when a response is written. */
-    private final Object readGate = new Object();
     private final TcpOptions options;
     /** Gives the listener's connection slot back; runs once. */
     private final Runnable releaseSlot;
-    private volatile boolean readingPaused;
     private volatile boolean finished;
     private volatile RdmaException closeCause;
     private volatile ConnectionEvents events;
@@ -73,9 +72,10 @@ final class TcpConnection implements ProviderConnection {
         this.pending = new PendingOperations(this, remoteAddress);
         this.frames = frames;
         frames.startFrames();
-        this.outgoing = new OutgoingFrames(this, frames);
+        this.outgoing = new OutgoingFrames(this, frames, transport.unsentResponseBytes());
         frames.writeWhileWaiting(outgoing);
         this.input = new FrameInput(frames, remoteAddress, pending);
+        this.bounds = new ReadBounds(transport, outgoing, frames, input, remoteAddress, () -> closeCause == null);
         this.peerRequests = new PeerRequests(this, transport, outgoing, remoteAddress, chunkSize);
     }
 
@@ -86,6 +86,7 @@ final class TcpConnection implements ProviderConnection {
                 throw new IllegalStateException("connection already started");
             }
             this.events = events;
+            bounds.start(events);
             if (closeCause == null) {
                 String name = "rdma4j-tcp-" + remoteAddress.getPort();
                 // Platform threads: they wait in selectors (or blocking TLS reads), and a waiting platform thread
@@ -182,7 +183,7 @@ final class TcpConnection implements ProviderConnection {
         ByteBuffer body = ByteBuffer.allocate(1 + TcpFrameCodec.MAX_ERROR_MESSAGE);
         try {
             while (true) {
-                awaitCapacity();
+                bounds.awaitCapacity(0);
                 input.readFully(header.clear());
                 TcpFrameCodec.Header h = TcpFrameCodec.decodeHeader(header.flip(), maxMessageSize);
                 switch (h.type()) {
@@ -194,10 +195,16 @@ final class TcpConnection implements ProviderConnection {
                     case TcpFrameCodec.WRITE_ACK -> pending.writeAnswered(h.id(), null);
                     case TcpFrameCodec.ERROR -> pending.remoteError(TcpFrameCodec.decodeError(h, input.readBody(body, h)));
                     case TcpFrameCodec.SEND -> {
-                        ByteBuffer message = ByteBuffer.allocate(h.length());
-                        input.readFully(message);
-                        outgoing.flush(); // the message's handler may block, or take reading over
-                        events.onMessage(message.flip());
+                        long cost = Math.max(h.length(), ConnectionEvents.MESSAGE_OVERHEAD);
+                        bounds.admitMessage(cost);
+                        try {
+                            ByteBuffer message = ByteBuffer.allocate(h.length());
+                            input.readFully(message);
+                            outgoing.flush(); // the message's handler may block, or take reading over
+                            events.onMessage(message.flip());
+                        } finally {
+                            bounds.messageHandedOver(cost);
+                        }
                     }
                     case TcpFrameCodec.PING -> {
                         // keep-alive: reading it is all it asks for
@@ -235,62 +242,9 @@ final class TcpConnection implements ProviderConnection {
                 + " under its registration?): " + e.getMessage(), e);
     }
 
-    // ---- bounds ----
-
-    /**
-     * Blocks the reader while the peer has reached a bound (unsent responses, their bytes, unreceived messages,
-     * unanswered requests): the socket is not read, so TCP's flow control holds the peer back and this side's
-     * memory stays bounded whatever the peer sends.
-     */
-    private void awaitCapacity() throws IOException {
-        if (!atBound()) {
-            return;
-        }
-        outgoing.flush(); // responses the reader held back for a burst count towards the bound
-        readingPaused = true;
-        try {
-            while (closeCause == null && atBound()) {
-                if (outgoing.needsWriterThread()) {
-                    synchronized (readGate) {
-                        if (atBound()) {
-                            // The application's receive() does not signal this gate: poll for it.
-                            readGate.wait(5);
-                        }
-                    }
-                } else {
-                    // no writer thread: write the responses here, and poll for the application's receive()
-                    frames.awaitWritable(5);
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new ConnectionClosedException("reader of the connection to " + remoteAddress + " was interrupted");
-        } finally {
-            // the pause was this side's choice, not the peer's silence
-            input.markRead();
-            readingPaused = false;
-        }
-    }
-
-    private boolean atBound() {
-        ConnectionEvents e = events;
-        return outgoing.unsentResponses() >= options.maxUnsentResponses()
-                || outgoing.unsentResponseBytes() >= options.maxUnsentResponseBytes()
-                || e.unreceivedMessageBytes() >= options.maxInboxBytes()
-                || e.unansweredRequests() >= options.maxUnsentResponses();
-    }
-
     /** A response was written or dropped: a reader waiting on the response bounds may go on. */
     void responseWritten() {
-        if (readingPaused) {
-            if (outgoing.needsWriterThread()) {
-                synchronized (readGate) {
-                    readGate.notifyAll();
-                }
-            } else {
-                frames.wakeUp();
-            }
-        }
+        bounds.responseWritten();
     }
 
     /**
@@ -304,12 +258,12 @@ final class TcpConnection implements ProviderConnection {
         }
         long idle = options.idleTimeout().toNanos();
         long lastWrite = outgoing.lastWriteNanos();
-        long silentFor = readingPaused ? now - lastWrite : now - input.lastReadNanos();
+        long silentFor = bounds.paused() ? now - lastWrite : now - input.lastReadNanos();
         if (silentFor > idle) {
             transport.rejected("idle connection from " + remoteAddress + " closed after " + options.idleTimeout()
-                    + (readingPaused ? " without the peer reading" : " without traffic") + " (tcp.idle-timeout)");
+                    + (bounds.paused() ? " without the peer reading" : " without traffic") + " (tcp.idle-timeout)");
             fail(new ConnectionClosedException("connection to " + remoteAddress + " was idle for longer than tcp.idle-timeout "
-                    + options.idleTimeout() + "; the peer stopped " + (readingPaused ? "reading" : "sending")));
+                    + options.idleTimeout() + "; the peer stopped " + (bounds.paused() ? "reading" : "sending")));
             return;
         }
         if (now - lastWrite > idle / 4 && pingQueued.compareAndSet(false, true)) {

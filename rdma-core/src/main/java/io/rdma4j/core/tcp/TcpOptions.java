@@ -17,6 +17,8 @@ import java.util.Set;
  * @param maxUnsentResponses       served requests (data, acknowledgements, errors, replies) not yet written to a peer
  * @param maxUnsentResponseBytes   bytes of those responses
  * @param maxInboxBytes            bytes of a peer's two-sided messages the application has not received yet
+ * @param maxBufferedBytes         bytes of unreceived messages and unsent responses over all the transport's
+ *                                 connections; beyond it the connections that hold more than their share stop reading
  * @param maxConnections           connections per listener, handshakes included
  * @param maxConnectionsPerAddress connections per listener from one remote IP address
  * @param maxHandshakes            accepted connections still in their handshake, per listener; beyond it the oldest
@@ -33,12 +35,12 @@ import java.util.Set;
  *                                 answer before it sleeps: waking a sleeping thread costs more than a round trip
  */
 record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeout, int maxUnsentResponses,
-                  long maxUnsentResponseBytes, long maxInboxBytes, int maxConnections, int maxConnectionsPerAddress,
+                  long maxUnsentResponseBytes, long maxInboxBytes, long maxBufferedBytes, int maxConnections, int maxConnectionsPerAddress,
                   int maxHandshakes, int maxHandshakesPerAddress, Duration handshakeTimeout, Duration idleTimeout, int maxRejections, TcpTls tls,
                   long awaitSpinNanos) {
 
     static final Set<String> KEYS = Set.of("chunk-size", "max-request-bytes", "region-close-timeout",
-            "max-unsent-responses", "max-unsent-response-bytes", "max-inbox-bytes", "max-connections",
+            "max-unsent-responses", "max-unsent-response-bytes", "max-inbox-bytes", "max-buffered-bytes", "max-connections",
             "max-connections-per-address", "max-handshakes", "max-handshakes-per-address", "handshake-timeout",
             "idle-timeout", "max-rejections", "tls", "tls.key-store",
             "tls.key-store-password", "tls.trust-store", "tls.trust-store-password", "tls.client-auth", "tls.authentication",
@@ -60,6 +62,7 @@ record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeo
         int unsent = (int) count(config, "max-unsent-responses", 1024, 1, 1 << 20);
         long unsentBytes = bytes(config, "max-unsent-response-bytes", 64L << 20, 4096, Long.MAX_VALUE);
         long inbox = bytes(config, "max-inbox-bytes", 4L << 20, config.maxMessageSize(), Long.MAX_VALUE);
+        long buffered = bytes(config, "max-buffered-bytes", defaultBufferedBytes(), config.maxMessageSize(), Long.MAX_VALUE);
         int connections = (int) count(config, "max-connections", 4096, 1, 1 << 20);
         int perAddress = (int) count(config, "max-connections-per-address", 256, 1, 1 << 20);
         int handshakes = (int) count(config, "max-handshakes", Math.max(1, connections / 4), 1, connections);
@@ -72,8 +75,13 @@ record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeo
         }
         int rejections = (int) count(config, "max-rejections", 3, 1, 1 << 20);
         long spinMicros = count(config, "await-spin-micros", DEFAULT_AWAIT_SPIN_MICROS, 0, 1_000_000);
-        return new TcpOptions((int) chunk, maxRequest, closeWait, unsent, unsentBytes, inbox, connections, perAddress,
+        return new TcpOptions((int) chunk, maxRequest, closeWait, unsent, unsentBytes, inbox, buffered, connections, perAddress,
                 handshakes, handshakesPerAddress, handshake, idle, rejections, TcpTls.from(config).orElse(null), spinMicros * 1000);
+    }
+
+    /** A quarter of the heap, at most 256 MiB: what peers may make one transport hold stays well inside -Xmx. */
+    static long defaultBufferedBytes() {
+        return Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 4);
     }
 
     private static long bytes(TransportConfig config, String key, long fallback, long min, long max) {

@@ -29,6 +29,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 /** The opened tcp provider: the key table, listeners and connections. */
@@ -45,6 +46,10 @@ final class TcpTransport implements ProviderTransport {
     private final Set<Listener> listeners = ConcurrentHashMap.newKeySet();
     private final ScheduledThreadPoolExecutor timers;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Responses queued and not yet written on every connection: with the unreceived messages, the budget's use. */
+    private final AtomicLong unsentResponseBytes = new AtomicLong();
+    /** Messages admitted by a reader and not yet in the application's inbox (see ReadBounds#admitMessage). */
+    private final AtomicLong admittedMessageBytes = new AtomicLong();
 
     TcpTransport(TransportConfig config, TcpOptions options, TransportMetrics metrics) {
         this.config = config;
@@ -77,6 +82,19 @@ final class TcpTransport implements ProviderTransport {
 
     TransportMetrics metrics() {
         return metrics;
+    }
+
+    AtomicLong unsentResponseBytes() {
+        return unsentResponseBytes;
+    }
+
+    AtomicLong admittedMessageBytes() {
+        return admittedMessageBytes;
+    }
+
+    /** Open connections: each one's share of tcp.max-buffered-bytes is the budget divided by their number. */
+    int connectionCount() {
+        return connections.size();
     }
 
     // ---- registration ----

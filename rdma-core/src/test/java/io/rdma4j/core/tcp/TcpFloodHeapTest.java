@@ -45,7 +45,9 @@ class TcpFloodHeapTest {
 
         static Responder start() throws IOException {
             String java = ProcessHandle.current().info().command().orElseThrow(() -> new AssertionError("cannot find the java binary"));
+            // An OutOfMemoryError anywhere ends the child, which the tests see as a dead responder.
             Process child = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx256m",
+                    "-XX:+ExitOnOutOfMemoryError",
                     "-cp", System.getProperty("java.class.path"), FloodResponder.class.getName())
                     .redirectError(ProcessBuilder.Redirect.INHERIT)
                     .start();
@@ -166,6 +168,71 @@ class TcpFloodHeapTest {
                 s.close();
             }
         }
+    }
+
+    /**
+     * 1,000 connections from eight loopback addresses (127.0.0.2-9) send 64 KiB messages as fast as the responder
+     * reads them, and the application never receives one. Each connection may queue 4 MiB of them (tcp.max-inbox-bytes),
+     * 4 GB together; the transport's budget (tcp.max-buffered-bytes, a quarter of the -Xmx256m heap by default) stops
+     * reading from every connection past its share, so the heap stays within it, and a regular peer is served.
+     */
+    @Test
+    void sendFloodsFromAThousandConnectionsStayWithinTheTransportsBudgetAndARegularPeerIsServed() throws Exception {
+        int connections = 1000;
+        int addresses = 8;
+        byte[] frame = plainMessageFrame(64 * 1024 - 16);
+        List<Socket> flooders = new ArrayList<>(connections);
+        List<AtomicLong> written = new ArrayList<>(connections);
+        try (Responder responder = Responder.start()) {
+            long heapBefore = responder.heap();
+            for (int i = 0; i < connections; i++) {
+                Socket s = new Socket();
+                s.bind(new InetSocketAddress(InetAddress.getByAddress(new byte[] {127, 0, 0, (byte) (2 + i % addresses)}), 0));
+                s.connect(responder.address(), 5000);
+                flooders.add(s);
+                s.getOutputStream().write(TcpFrameCodec.encodeHello(0, new byte[TcpFrameCodec.NONCE_SIZE]).array());
+                s.getInputStream().readNBytes(TcpFrameCodec.HELLO_SIZE);
+            }
+            // All connected first: the flood starts once no handshake is left to compete with it.
+            for (Socket s : flooders) {
+                AtomicLong w = new AtomicLong();
+                written.add(w);
+                OutputStream out = s.getOutputStream();
+                Thread.ofVirtual().start(() -> {
+                    try {
+                        while (true) {
+                            out.write(frame);
+                            w.addAndGet(frame.length);
+                        }
+                    } catch (IOException closed) {
+                        // the test closed the socket, or the responder died
+                    }
+                });
+            }
+            long stalledAt = stalled(written, 60_000);
+            assertThat(responder.child().isAlive()).as("the responder survived the flood (no OutOfMemoryError)").isTrue();
+            long heapDuring = responder.heap();
+            long servedMillis = responder.servedMillis();
+            System.out.printf("send flood at -Xmx256m: %d connections' sockets took %d MiB of messages the application never"
+                            + " receives before the responder stopped reading; heap after GC %d MiB before, %d MiB during;"
+                            + " a regular peer connected and read 1 MiB in %d ms%n", connections, stalledAt >> 20,
+                    heapBefore >> 20, heapDuring >> 20, servedMillis);
+            assertThat(heapDuring).as("responder heap in use: at most its budget (a quarter of 256 MiB) + 32 MiB")
+                    .isLessThan((64L << 20) + (32L << 20));
+            assertThat(responder.child().isAlive()).isTrue();
+        } finally {
+            for (Socket s : flooders) {
+                s.close();
+            }
+        }
+    }
+
+    /** A tcp SEND frame carrying a plain rdma4j message (its 16-byte header, then {@code payload} bytes). */
+    private static byte[] plainMessageFrame(int payload) {
+        ByteBuffer header = TcpFrameCodec.encodeSendHeader(16 + payload);
+        ByteBuffer frame = ByteBuffer.allocate(header.remaining() + 16 + payload);
+        frame.put(header).put((byte) 1).put((byte) 1); // version 1, kind MESSAGE; the rest of the header is zero
+        return frame.array();
     }
 
     /** Whether the responder closed {@code s} (after its hello, which is all a silent peer gets). */
