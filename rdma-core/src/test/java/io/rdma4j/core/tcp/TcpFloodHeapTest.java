@@ -146,15 +146,12 @@ class TcpFloodHeapTest {
             long heapBefore = responder.heap();
             long start = System.nanoTime();
             for (int i = 0; i < sockets; i++) {
-                Socket s = new Socket();
-                s.bind(new InetSocketAddress(InetAddress.getByAddress(new byte[] {127, 0, 0, (byte) (2 + i % addresses)}), 0));
-                s.connect(responder.address(), 5000);
-                silent.add(s);
+                silent.add(connectFrom(2 + i % addresses, responder.address()));
             }
             long openedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
             long servedMillis = responder.servedMillis();
             long heapDuring = responder.heap();
-            long stillOpen = silent.stream().filter(s -> !closedByResponder(s)).count();
+            long stillOpen = silent.stream().filter(s -> !TcpHostilePeerTest.closedByResponder(s)).count();
             System.out.printf("half-open flood at -Xmx256m: %d silent sockets from %d addresses opened in %d ms; a regular"
                             + " peer connected and read 1 MiB in %d ms; %d of them still held by the responder (the"
                             + " rest displaced); heap after GC %d MiB before, %d MiB during%n", sockets, addresses,
@@ -186,9 +183,7 @@ class TcpFloodHeapTest {
         try (Responder responder = Responder.start()) {
             long heapBefore = responder.heap();
             for (int i = 0; i < connections; i++) {
-                Socket s = new Socket();
-                s.bind(new InetSocketAddress(InetAddress.getByAddress(new byte[] {127, 0, 0, (byte) (2 + i % addresses)}), 0));
-                s.connect(responder.address(), 5000);
+                Socket s = connectFrom(2 + i % addresses, responder.address());
                 flooders.add(s);
                 s.getOutputStream().write(TcpFrameCodec.encodeHello(0, new byte[TcpFrameCodec.NONCE_SIZE]).array());
                 s.getInputStream().readNBytes(TcpFrameCodec.HELLO_SIZE);
@@ -235,21 +230,12 @@ class TcpFloodHeapTest {
         return frame.array();
     }
 
-    /** Whether the responder closed {@code s} (after its hello, which is all a silent peer gets). */
-    private static boolean closedByResponder(Socket s) {
-        try {
-            s.setSoTimeout(1);
-            byte[] buffer = new byte[256];
-            while (true) {
-                if (s.getInputStream().read(buffer) < 0) {
-                    return true;
-                }
-            }
-        } catch (java.net.SocketTimeoutException e) {
-            return false;
-        } catch (IOException e) {
-            return true;
-        }
+    /** A socket from 127.0.0.{@code lastOctet} connected to {@code to}. */
+    private static Socket connectFrom(int lastOctet, InetSocketAddress to) throws IOException {
+        Socket s = new Socket();
+        s.bind(new InetSocketAddress(InetAddress.getByAddress(new byte[] {127, 0, 0, (byte) lastOctet}), 0));
+        s.connect(to, 5000);
+        return s;
     }
 
     private static long heap(PrintStream in, BufferedReader out) throws IOException {

@@ -260,7 +260,8 @@ class TcpHostilePeerTest {
         }
     }
 
-    private static boolean closedByResponder(Socket s) {
+    /** Whether the responder closed {@code s}: it reads to the end of what the responder sent, if any. */
+    static boolean closedByResponder(Socket s) {
         try {
             s.setSoTimeout(1);
             byte[] buffer = new byte[256];
