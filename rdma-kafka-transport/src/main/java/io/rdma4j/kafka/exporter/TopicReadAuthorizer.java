@@ -57,6 +57,13 @@ final class TopicReadAuthorizer implements AutoCloseable {
      * undecided directory request needs the tokens as they are after it arrived, and a peer sends those at its pace.
      */
     static final Duration TOKEN_LIST_INTERVAL = Duration.ofMillis(100);
+    /**
+     * How long a proof or check waits for a token the cluster's answer does not list yet: brokers learn a new token from
+     * the metadata log a moment apart, so the broker asked may not know a token that the consumer's broker knows.
+     */
+    static final Duration TOKEN_ARRIVAL_WAIT = Duration.ofSeconds(2);
+    /** Between tries of a token client whose login the cluster did not take (the broker asked does not know it yet). */
+    private static final long LOGIN_RETRY_MILLIS = 250;
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private final Admin admin;
@@ -148,8 +155,7 @@ final class TopicReadAuthorizer implements AutoCloseable {
             rejectedProofs.incrementAndGet();
             throw new RequestRefusedException("ask for a challenge before sending a proof");
         }
-        return tokenLists.fetchedAfterNow().thenApply(tokens -> {
-            Token token = live(tokens, proof.tokenId());
+        return lookUp(proof.tokenId(), System.nanoTime() + TOKEN_ARRIVAL_WAIT.toNanos()).thenApply(token -> {
             if (token == null || !MessageDigest.isEqual(ExporterAuthentication.proof(token.hmac(), nonce, token.id()), proof.proof())) {
                 rejectedProofs.incrementAndGet();
                 logRefusedProof(context, token == null ? "no live token " + proof.tokenId() : "the proof does not match token " + token.id());
@@ -159,7 +165,7 @@ final class TopicReadAuthorizer implements AutoCloseable {
             session.token = token;
             authenticated.incrementAndGet();
             LOG.debug("{} proved delegation token {} of {}", context.peer().address(), token.id(), token.owner());
-            return ByteBuffer.allocate(0);
+            return ByteBuffer.wrap(ExporterAuthentication.Verdict.ACLS_CHECKED.toBytes());
         });
     }
 
@@ -174,15 +180,22 @@ final class TopicReadAuthorizer implements AutoCloseable {
         }
     }
 
-    private static Token live(List<DelegationToken> tokens, String id) {
-        for (DelegationToken t : tokens) {
-            if (t.tokenInfo().tokenId().equals(id)) {
-                long expires = t.tokenInfo().expiryTimestamp();
-                return expires > System.currentTimeMillis()
-                        ? new Token(id, t.hmac(), expires, t.tokenInfo().owner().toString()) : null;
+    /**
+     * Token {@code id} as the cluster lists it after this call, or null when it is expired, or not listed by the
+     * deadline. A token not listed is asked again (the lookups shared with every other caller, at most one per
+     * {@link #TOKEN_LIST_INTERVAL}), as the broker asked may learn it a moment after the consumer's broker did.
+     */
+    private CompletionStage<Token> lookUp(String id, long deadlineNanos) {
+        return tokenLists.fetchedAfterNow().thenCompose(tokens -> {
+            for (DelegationToken t : tokens) {
+                if (t.tokenInfo().tokenId().equals(id)) {
+                    long expires = t.tokenInfo().expiryTimestamp();
+                    return CompletableFuture.completedFuture(expires > System.currentTimeMillis()
+                            ? new Token(id, t.hmac(), expires, t.tokenInfo().owner().toString()) : null);
+                }
             }
-        }
-        return null;
+            return System.nanoTime() - deadlineNanos >= 0 ? CompletableFuture.completedFuture(null) : lookUp(id, deadlineNanos);
+        });
     }
 
     /**
@@ -210,18 +223,46 @@ final class TopicReadAuthorizer implements AutoCloseable {
         }
         // The token is looked up again first: one expired or deleted since the proof must stop counting, and a client
         // already connected with it would not notice (the broker checks a token when a connection authenticates).
-        return tokenLists.fetchedAfterNow().thenCompose(tokens -> {
-            if (live(tokens, token.id()) == null) {
+        long deadline = System.nanoTime() + TOKEN_ARRIVAL_WAIT.toNanos();
+        return lookUp(token.id(), deadline).thenCompose(live -> {
+            if (live == null) {
                 session.token = null;
                 closeClient(token.id());
                 return denied("delegation token " + token.id() + " expired or was deleted; the consumer creates a new one");
             }
-            return client.admin.describeTopics(List.of(topic), new DescribeTopicsOptions().includeAuthorizedOperations(true))
-                    .topicNameValues().get(topic).toCompletionStage().handle((described, error) -> decide(client, token, topic, described, error));
+            return ask(client, token, topic, deadline);
         });
     }
 
-    private String decide(TokenClient client, Token token, String topic, TopicDescription described, Throwable error) {
+    /**
+     * Describes {@code topic} as the token's owner. A login the cluster does not take yet (the broker the client reached
+     * has not learnt the token) is tried again with a new client until {@code deadlineNanos}, so a consumer with READ is
+     * not sent to Kafka's fetch for a token that is merely on its way.
+     */
+    private CompletionStage<String> ask(TokenClient client, Token token, String topic, long deadlineNanos) {
+        return client.admin.describeTopics(List.of(topic), new DescribeTopicsOptions().includeAuthorizedOperations(true))
+                .topicNameValues().get(topic).toCompletionStage().handle((described, error) -> {
+                    Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+                    if (cause instanceof AuthenticationException && System.nanoTime() - deadlineNanos < 0) {
+                        closeClient(token.id());
+                        return null;
+                    }
+                    return decide(client, token, topic, described, error);
+                }).thenCompose(decided -> {
+                    if (decided != null) {
+                        return CompletableFuture.completedFuture(decided.denial());
+                    }
+                    TokenClient again = client(token);
+                    if (again == null) {
+                        return denied("this exporter has " + MAX_TOKEN_CLIENTS + " delegation tokens in use; try again later");
+                    }
+                    return CompletableFuture.supplyAsync(() -> again, CompletableFuture.delayedExecutor(LOGIN_RETRY_MILLIS,
+                            TimeUnit.MILLISECONDS)).thenCompose(c -> ask(c, token, topic, deadlineNanos));
+                });
+    }
+
+    /** A decision, or one not kept ({@link Decision#validUntilNanos} 0) such as a login the cluster did not take. */
+    private Decision decide(TokenClient client, Token token, String topic, TopicDescription described, Throwable error) {
         String mayNotRead = token.owner() + " may not READ topic " + topic;
         String denial;
         if (error == null) {
@@ -235,17 +276,19 @@ final class TopicReadAuthorizer implements AutoCloseable {
                 // Not kept: a broker learns a new token a moment after it is created, so the next request asks again.
                 closeClient(token.id());
                 refusals.incrementAndGet();
-                return "the cluster did not take delegation token " + token.id() + " (yet): " + cause.getMessage();
+                return new Decision("the cluster did not take delegation token " + token.id() + " within "
+                        + TOKEN_ARRIVAL_WAIT.toMillis() + " ms: " + cause.getMessage(), 0);
             } else {
                 throw new RequestRefusedException("cannot ask the cluster whether " + token.owner() + " may read "
                         + topic + " (" + cause.getClass().getSimpleName() + "); fetch through Kafka meanwhile");
             }
         }
-        client.decisions.put(topic, new Decision(denial, System.nanoTime() + decisionNanos));
+        Decision decision = new Decision(denial, System.nanoTime() + decisionNanos);
+        client.decisions.put(topic, decision);
         if (denial != null) {
             refusals.incrementAndGet();
         }
-        return denial;
+        return decision;
     }
 
     private void closeClient(String tokenId) {
