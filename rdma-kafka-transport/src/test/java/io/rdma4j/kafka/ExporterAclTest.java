@@ -217,12 +217,18 @@ class ExporterAclTest {
         }
     }
 
-    @Test
-    void threeBrokersOnOneHostServeEveryPartitionByRdmaFromItsLeadersExporter() throws Exception {
+    /** A consumer of {@code plain-user1} that proves a token and reads each partition from its leader's exporter. */
+    private static Map<String, Object> perBrokerConsumer() {
         Map<String, Object> props = user1(true, "delegation-token");
         props.remove(RdmaConsumerConfig.EXPORTER_ADDRESS);
         props.put(RdmaConsumerConfig.EXPORTER_PORT_OFFSET, Integer.toString(offset)); // each broker's port plus the offset
-        try (RdmaKafkaConsumer<String, String> rdma = new RdmaKafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer());
+        return props;
+    }
+
+    @Test
+    void threeBrokersOnOneHostServeEveryPartitionByRdmaFromItsLeadersExporter() throws Exception {
+        try (RdmaKafkaConsumer<String, String> rdma = new RdmaKafkaConsumer<>(perBrokerConsumer(), new StringDeserializer(),
+                new StringDeserializer());
              KafkaConsumer<String, String> plain = new KafkaConsumer<>(user1(false, null), new StringDeserializer(), new StringDeserializer())) {
             rdma.assign(GRANTED_PARTITIONS);
             plain.assign(GRANTED_PARTITIONS);
