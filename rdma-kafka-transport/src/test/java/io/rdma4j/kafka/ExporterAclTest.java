@@ -37,7 +37,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.test.JaasUtils;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -61,6 +64,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * (localhost, a port each), each with its exporter on the broker's port plus {@link #offset}; every partition on every
  * broker, leaders on all three. {@code plain-user1} may READ {@value #GRANTED}, only DESCRIBE {@value #DENIED}.
  */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ExporterAclTest {
 
     static final String GRANTED = "acl-granted";
@@ -289,6 +293,37 @@ class ExporterAclTest {
         });
         assertThat(log.lines().filter(l -> l.contains("rdma.exporter.acls=false on a cluster with an authorizer")))
                 .as("WARN lines about acls=false").hasSize(1).allMatch(l -> l.contains("WARN"));
+    }
+
+    @Test
+    @Order(Integer.MAX_VALUE) // Last: the restarted broker's partitions have other leaders afterwards.
+    void aBrokerRestartAfterAConsumerWentAwayLogsNoErrorAndAtMostOneWarnLinePerCause() throws Exception {
+        String log = RdmaFetchMetricsTest.capturingStandardError(() -> {
+            // Its token clients on every exporter, then its token expired as it closes.
+            readAll(perBrokerConsumer());
+            var broker = cluster.kit.brokers().get(BROKERS - 1);
+            broker.shutdown();
+            broker.awaitShutdown();
+            broker.startup();
+            cluster.kit.waitForReadyBrokers();
+            readAll(perBrokerConsumer());
+        });
+        // The exporters' lines and their Kafka clients' (client ids rdma4j-log-exporter...), by cause: the line with its
+        // numbers (ports, node ids) and token ids left out.
+        Map<String, Long> causes = new TreeMap<>();
+        log.lines().filter(l -> (l.contains(" WARN ") || l.contains(" ERROR ")) && (l.contains("rdma4j-log-exporter")
+                        || l.contains("io.rdma4j.kafka.exporter")))
+                .forEach(l -> causes.merge(l.replaceAll("^\\[[^]]*] ", "").replaceAll("[0-9]+", "#")
+                        .replaceAll("token [A-Za-z0-9_-]+", "token *"), 1L, Long::sum));
+        assertThat(causes.keySet()).as("ERROR lines").noneMatch(l -> l.startsWith("ERROR"));
+        assertThat(causes).as("WARN lines per cause").allSatisfy((cause, count) -> assertThat(count).as(cause).isEqualTo(1));
+    }
+
+    private static void readAll(Map<String, Object> props) {
+        try (RdmaKafkaConsumer<String, String> rdma = new RdmaKafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer())) {
+            rdma.assign(GRANTED_PARTITIONS);
+            assertThat(drain(rdma, RECORDS).values().stream().mapToInt(List::size).sum()).isEqualTo(RECORDS);
+        }
     }
 
     @Test
