@@ -296,6 +296,17 @@ class ExporterAclTest {
     }
 
     @Test
+    void anExporterLeftAtAutoRefusesToStartWhenItsAdminClientCannotCheckTheClustersAcls() {
+        Map<String, Object> e = new HashMap<>(cluster.exporterProps(0, "127.0.0.1:0"));
+        e.put(ExporterConfig.BOOTSTRAP, cluster.plaintextBootstrap()); // User:ANONYMOUS, no SASL for delegation tokens
+        assertThatThrownBy(() -> LogExporter.start(ExporterConfig.fromProperties(e)).close())
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("the cluster has an authorizer")
+                .hasMessageContaining("rdma.exporter.admin.security.protocol=SASL_SSL or SASL_PLAINTEXT")
+                .hasMessageContaining("rdma.exporter.acls=false");
+    }
+
+    @Test
     @Order(Integer.MAX_VALUE) // Last: the restarted broker's partitions have other leaders afterwards.
     void aBrokerRestartAfterAConsumerWentAwayLogsNoErrorAndAtMostOneWarnLinePerCause() throws Exception {
         String log = RdmaFetchMetricsTest.capturingStandardError(() -> {

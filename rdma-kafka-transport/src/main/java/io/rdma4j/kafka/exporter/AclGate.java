@@ -28,7 +28,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@link AclMode#AUTO} it asks the cluster with its Admin client whether it has an authorizer ({@code describeAcls}:
  * SecurityDisabledException means none, any other answer means one) and, until the cluster answers, serves nothing.
  * Where the cluster has an authorizer but the Admin client cannot take consumers' delegation tokens (no SASL), it
- * serves nothing at all and says what to set. {@link AclMode#OFF} on a cluster with an authorizer logs one WARN line.
+ * serves nothing at all and says what to set. A cluster without one is asked again every {@link #RECHECK_NANOS}, so
+ * an authorizer added by a rolling restart is checked from then on. {@link AclMode#OFF} on a cluster with an
+ * authorizer logs one WARN line.
  *
  * <p>Every exporter answers a token proof with its {@link ExporterAuthentication.Verdict}, so a consumer that proves a
  * token learns whether anything is checked before it takes a byte.
@@ -37,16 +39,23 @@ final class AclGate implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(AclGate.class);
     private static final SecureRandom RANDOM = new SecureRandom();
+    /** How often a cluster that had no authorizer is asked again ({@link AclMode#AUTO}). */
+    private static final long RECHECK_NANOS = TimeUnit.MINUTES.toNanos(1);
 
     private final AclMode mode;
     private final Admin admin;
     private final ExporterConfig config;
     /** Null in {@link AclMode#OFF}. */
     private final TopicReadAuthorizer authorizer;
-    /** True: checks; false: serves every topic; failed: cannot check on a cluster that has an authorizer. */
-    private final CompletableFuture<Boolean> checks = new CompletableFuture<>();
+    /** Null until decided; then whether ACLs are checked. */
+    private volatile Boolean checking;
+    /** Why nothing is served: the cluster has an authorizer this exporter cannot check; null otherwise. */
+    private volatile String cannotCheck;
+    /** Completes at the first decision, or fails with {@link #cannotCheck}. */
+    private final CompletableFuture<Void> firstDecision = new CompletableFuture<>();
     private final AtomicBoolean asking = new AtomicBoolean();
-    private volatile boolean answered;
+    private volatile boolean answeredOff;
+    private volatile long nextAskNanos = System.nanoTime();
     private final AtomicBoolean warnedUnanswered = new AtomicBoolean();
 
     AclGate(ExporterConfig config, Admin admin, Map<String, Object> adminProperties) {
@@ -56,7 +65,8 @@ final class AclGate implements AutoCloseable {
         this.authorizer = mode == AclMode.OFF ? null
                 : new TopicReadAuthorizer(admin, adminProperties, config.tokenMechanism(), config.aclCache());
         if (mode != AclMode.AUTO) {
-            checks.complete(mode == AclMode.ON);
+            checking = mode == AclMode.ON;
+            firstDecision.complete(null);
         }
     }
 
@@ -75,9 +85,14 @@ final class AclGate implements AutoCloseable {
         return cause instanceof RetriableException || cause instanceof AuthenticationException ? null : true;
     }
 
-    /** Asks the cluster, one question at a time, until it answered; the exporter's refresher calls it every cycle. */
+    /** Asks the cluster, one question at a time, while there is something to learn; the exporter's refresher calls it. */
     void decide() {
-        if (answered || mode == AclMode.ON || !asking.compareAndSet(false, true)) {
+        boolean settled = switch (mode) {
+            case ON -> true;
+            case OFF -> answeredOff;
+            case AUTO -> cannotCheck != null || Boolean.TRUE.equals(checking) || System.nanoTime() - nextAskNanos < 0;
+        };
+        if (settled || !asking.compareAndSet(false, true)) {
             return;
         }
         admin.describeAcls(AclBindingFilter.ANY).values().whenComplete((acls, error) -> {
@@ -92,30 +107,38 @@ final class AclGate implements AutoCloseable {
     private void settle(Boolean authorizerPresent, Throwable error) {
         if (authorizerPresent == null) {
             Throwable cause = error.getCause() != null ? error.getCause() : error;
-            if (mode == AclMode.AUTO && warnedUnanswered.compareAndSet(false, true)) {
+            if (mode == AclMode.AUTO && checking == null && warnedUnanswered.compareAndSet(false, true)) {
                 LOG.warn("rdma4j log exporter: cannot tell yet whether the cluster at {} has an authorizer ({}); serving "
                         + "nothing until it answers (set {}=true or false to skip the question)", config.bootstrapServers(),
                         cause.toString(), ExporterConfig.ACLS);
             }
             return;
         }
-        answered = true;
         if (mode == AclMode.OFF) {
+            answeredOff = true;
             if (authorizerPresent) {
                 LOG.warn("rdma4j log exporter: {}=false on a cluster with an authorizer: every exported topic is served to "
                         + "any peer the rdma4j transport lets connect, whatever its Kafka ACLs", ExporterConfig.ACLS);
             }
         } else if (!authorizerPresent) {
-            LOG.info("rdma4j log exporter: the cluster has no authorizer, so no ACLs are checked ({}=auto)", ExporterConfig.ACLS);
-            checks.complete(false);
+            nextAskNanos = System.nanoTime() + RECHECK_NANOS;
+            if (checking == null) {
+                LOG.info("rdma4j log exporter: the cluster has no authorizer, so no ACLs are checked ({}=auto)", ExporterConfig.ACLS);
+            }
+            checking = false;
         } else if (!config.adminOnSasl()) {
-            String why = "the cluster has an authorizer, and checking its ACLs " + config.cannotCheck();
-            LOG.error("rdma4j log exporter serves nothing: {}", why);
-            checks.completeExceptionally(new IllegalStateException(why));
+            cannotCheck = "the cluster has an authorizer, and checking its ACLs " + config.cannotCheck();
+            checking = null;
+            LOG.error("rdma4j log exporter serves nothing: {}", cannotCheck);
         } else {
             LOG.info("rdma4j log exporter: the cluster has an authorizer, so a topic is served only to consumers that may "
                     + "READ it ({}=auto)", ExporterConfig.ACLS);
-            checks.complete(true);
+            checking = true;
+        }
+        if (cannotCheck != null) {
+            firstDecision.completeExceptionally(new IllegalStateException(cannotCheck));
+        } else if (checking != null) {
+            firstDecision.complete(null);
         }
     }
 
@@ -128,7 +151,7 @@ final class AclGate implements AutoCloseable {
     void awaitDecision(Duration limit) throws InterruptedException {
         decide();
         try {
-            checks.get(limit.toMillis(), TimeUnit.MILLISECONDS);
+            firstDecision.get(limit.toMillis(), TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
             throw (IllegalStateException) e.getCause();
         } catch (TimeoutException e) {
@@ -156,13 +179,13 @@ final class AclGate implements AutoCloseable {
 
     /** Whether ACLs are checked; refuses the request while that is not decided or cannot be done. */
     private boolean decided() {
-        if (checks.isCompletedExceptionally()) {
+        Boolean now = checking;
+        if (now != null) {
+            return now;
+        }
+        if (cannotCheck != null) {
             throw new RequestRefusedException("this exporter serves nothing: it cannot check the cluster's ACLs (see its "
                     + "log); fetch through Kafka");
-        }
-        Boolean checking = checks.getNow(null);
-        if (checking != null) {
-            return checking;
         }
         throw new RequestRefusedException("this exporter does not know yet whether the cluster checks ACLs; fetch through "
                 + "Kafka meanwhile");
