@@ -160,7 +160,10 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException(PORT_OFFSET + " needs a number from 0 to 65535, got '" + offset + "'");
         }
-        if (off < 0 || off > 65535 || brokerPort + off > 65535 || brokerPort <= 0) {
+        if (off < 0 || off > 65535) {
+            throw new IllegalArgumentException(PORT_OFFSET + " needs a number from 0 to 65535, got " + off);
+        }
+        if (brokerPort + off > 65535 || brokerPort <= 0) {
             throw new IllegalArgumentException(PORT_OFFSET + "=" + off + " on broker port " + brokerPort + " gives no port"
                     + " (1 to 65535): choose a smaller offset");
         }
