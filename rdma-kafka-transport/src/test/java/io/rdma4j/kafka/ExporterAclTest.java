@@ -308,7 +308,7 @@ class ExporterAclTest {
 
     @Test
     @Order(Integer.MAX_VALUE) // Last: the restarted broker's partitions have other leaders afterwards.
-    void aBrokerRestartAfterAConsumerWentAwayLogsNoErrorAndAtMostOneWarnLinePerCause() throws Exception {
+    void aBrokerRestartAfterAConsumerWentAwayLogsNoErrorAndNoFailedTokenLogin() throws Exception {
         String log = RdmaFetchMetricsTest.capturingStandardError(() -> {
             // Its token clients on every exporter, then its token expired as it closes.
             readAll(perBrokerConsumer());
@@ -319,15 +319,24 @@ class ExporterAclTest {
             cluster.kit.waitForReadyBrokers();
             readAll(perBrokerConsumer());
         });
-        // The exporters' lines and their Kafka clients' (client ids rdma4j-log-exporter...), by cause: the line with its
-        // numbers (ports, node ids) and token ids left out.
+        // The exporters' WARN and ERROR lines and their Kafka clients' (client ids rdma4j-log-exporter...), by cause:
+        // the line with its numbers (ports, node ids) and token ids left out.
         Map<String, Long> causes = new TreeMap<>();
         log.lines().filter(l -> (l.contains(" WARN ") || l.contains(" ERROR ")) && (l.contains("rdma4j-log-exporter")
                         || l.contains("io.rdma4j.kafka.exporter")))
                 .forEach(l -> causes.merge(l.replaceAll("^\\[[^]]*] ", "").replaceAll("[0-9]+", "#")
                         .replaceAll("token [A-Za-z0-9_-]+", "token *"), 1L, Long::sum));
+        System.out.println("[restart] the exporters' WARN and ERROR lines by cause: " + causes);
         assertThat(causes.keySet()).as("ERROR lines").noneMatch(l -> l.startsWith("ERROR"));
-        assertThat(causes).as("WARN lines per cause").allSatisfy((cause, count) -> assertThat(count).as(cause).isEqualTo(1));
+        // The token clients' failed logins were the storm: none may log in with a token that is gone.
+        assertThat(causes.keySet()).as("lines of token clients").noneMatch(l -> l.contains("rdma#j-log-exporter-acl"));
+        assertThat(causes).as("the exporters' own WARN lines per cause").allSatisfy((cause, count) -> {
+            if (cause.contains("io.rdma#j.kafka.exporter")) {
+                assertThat(count).as(cause).isEqualTo(1);
+            }
+        });
+        // Not bounded here: Kafka's Admin client of an exporter logs "could not be established" at each reconnect to
+        // the stopped broker (none to two lines per restart here), as every Kafka client does.
     }
 
     private static void readAll(Map<String, Object> props) {

@@ -161,7 +161,7 @@ final class AclGate implements AutoCloseable {
 
     /** Answers a {@code KAFKA_AUTHENTICATE} request: the authorizer's when checking, else a verdict of no checks. */
     CompletionStage<ByteBuffer> authenticate(ByteBuffer body, RequestContext context) {
-        if (decided()) {
+        if (checksNow()) {
             return authorizer.authenticate(body, context);
         }
         if (ExporterAuthentication.Request.fromBytes(body) instanceof ExporterAuthentication.Challenge) {
@@ -174,11 +174,11 @@ final class AclGate implements AutoCloseable {
 
     /** Null when the connection may read {@code topic}, else why not; see {@link TopicReadAuthorizer#denial}. */
     CompletionStage<String> denial(RequestContext context, String topic) {
-        return decided() ? authorizer.denial(context, topic) : CompletableFuture.completedFuture(null);
+        return checksNow() ? authorizer.denial(context, topic) : CompletableFuture.completedFuture(null);
     }
 
     /** Whether ACLs are checked; refuses the request while that is not decided or cannot be done. */
-    private boolean decided() {
+    private boolean checksNow() {
         Boolean now = checking;
         if (now != null) {
             return now;
