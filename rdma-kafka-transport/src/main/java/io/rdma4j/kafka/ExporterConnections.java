@@ -1,5 +1,6 @@
 package io.rdma4j.kafka;
 
+import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTransport;
@@ -22,8 +23,9 @@ import java.util.concurrent.TimeUnit;
  * A consumer's connections to log exporters, one per exporter address (one per broker it reads from). An exporter
  * that could not be reached is tried again only after {@code rdma.fetch.fallback.backoff.ms}, so a dead broker costs
  * one connect timeout per backoff period, not one per poll. With {@link DelegationTokenCredentials} each connection
- * proves the current token ({@link ExporterAuthentication}) before it is used, and again once the token is replaced.
- * Used by the polling thread only.
+ * proves the current token ({@link ExporterAuthentication}) before it is used, and again once the token is replaced;
+ * an exporter that does not answer that it checks Kafka ACLs is then not used at all ({@link #whyNot}), since it would
+ * serve this consumer topics its principal may not read. Used by the polling thread only.
  */
 final class ExporterConnections implements AutoCloseable {
 
@@ -39,6 +41,8 @@ final class ExporterConnections implements AutoCloseable {
     private final Map<InetSocketAddress, DelegationToken> proven = new HashMap<>();
     /** When a refused proof is tried again. */
     private final Map<InetSocketAddress, Long> proofRetryAtNanos = new HashMap<>();
+    /** Exporters whose answer to a proof did not say they check ACLs (until the connection to them is dropped). */
+    private final java.util.Set<InetSocketAddress> unchecked = new java.util.HashSet<>();
 
     ExporterConnections(RdmaTransport transport, Duration reconnectBackoff, DelegationTokenCredentials credentials) {
         this.transport = transport;
@@ -46,7 +50,10 @@ final class ExporterConnections implements AutoCloseable {
         this.credentials = credentials;
     }
 
-    /** The open connection to {@code exporter}, connecting if needed; null while it cannot be reached. */
+    /**
+     * The open connection to {@code exporter}, connecting if needed; null while it cannot be reached or, for a consumer
+     * that proves a token, while it has no token or the exporter does not check ACLs ({@link #whyNot}).
+     */
     RdmaConnection get(InetSocketAddress exporter) {
         RdmaConnection c = open.get(exporter);
         if (c != null && c.isOpen()) {
@@ -78,19 +85,32 @@ final class ExporterConnections implements AutoCloseable {
      * connection that fails meanwhile is dropped (false), and the exporter is tried again after the backoff.
      */
     private boolean proveCurrentToken(InetSocketAddress exporter, RdmaConnection c) {
-        DelegationToken token = credentials == null ? null : credentials.current();
-        Long retryAt = proofRetryAtNanos.get(exporter);
-        if (token == null || token == proven.get(exporter) && (retryAt == null || System.nanoTime() - retryAt < 0)) {
+        if (credentials == null) {
             return true;
+        }
+        DelegationToken token = credentials.current();
+        if (token == null) {
+            return false; // Logged by the credentials: nothing proves that an exporter checks ACLs for this consumer.
+        }
+        Long retryAt = proofRetryAtNanos.get(exporter);
+        if (token == proven.get(exporter) && (retryAt == null || System.nanoTime() - retryAt < 0)) {
+            return !unchecked.contains(exporter);
         }
         proofRetryAtNanos.remove(exporter);
         try {
             byte[] nonce = ExporterAuthentication.nonce(c.requestAndWait(RequestTypes.KAFKA_AUTHENTICATE,
                     ByteBuffer.wrap(new ExporterAuthentication.Challenge().toBytes())));
             String id = token.tokenInfo().tokenId();
-            c.requestAndWait(RequestTypes.KAFKA_AUTHENTICATE, ByteBuffer.wrap(
-                    new ExporterAuthentication.Proof(id, ExporterAuthentication.proof(token.hmac(), nonce, id)).toBytes()));
+            ExporterAuthentication.Verdict verdict = ExporterAuthentication.Verdict.fromBytes(c.requestAndWait(RequestTypes.KAFKA_AUTHENTICATE,
+                    ByteBuffer.wrap(new ExporterAuthentication.Proof(id, ExporterAuthentication.proof(token.hmac(), nonce, id)).toBytes())));
             proven.put(exporter, token);
+            if (verdict != ExporterAuthentication.Verdict.ACLS_CHECKED) {
+                return notChecking(exporter, "it answered " + verdict);
+            }
+            unchecked.remove(exporter);
+        } catch (ProtocolException e) {
+            proven.put(exporter, token);
+            return notChecking(exporter, e.getMessage());
         } catch (RemoteRequestException e) {
             proven.put(exporter, token); // Asked once per token and connection (and backoff), not once per poll.
             if (e.status() == RemoteRequestException.Status.REFUSED) {
@@ -101,7 +121,7 @@ final class ExporterConnections implements AutoCloseable {
                 LOG.info("the rdma4j log exporter at {} refused delegation token {} (trying again in {} ms): {}", exporter,
                         token.tokenInfo().tokenId(), reconnectBackoff.toMillis(), e.getMessage());
             } else {
-                LOG.debug("the rdma4j log exporter at {} takes no delegation token ({}); it checks no ACLs", exporter, e.getMessage());
+                return notChecking(exporter, "it takes no delegation token (" + e.getMessage() + ")");
             }
         } catch (RdmaException e) {
             drop(exporter);
@@ -112,10 +132,26 @@ final class ExporterConnections implements AutoCloseable {
         return true;
     }
 
+    private boolean notChecking(InetSocketAddress exporter, String why) {
+        if (unchecked.add(exporter)) {
+            LOG.warn("the rdma4j log exporter at {} checks no Kafka ACLs ({}): this consumer proves a delegation token "
+                    + "(rdma.exporter.authentication=delegation-token), so it reads that exporter's partitions through Kafka; "
+                    + "set rdma.exporter.acls=auto or true on the exporter", exporter, why);
+        }
+        return false;
+    }
+
+    /** Why {@link #get} answered null for {@code exporter}. */
+    FallbackReason whyNot(InetSocketAddress exporter) {
+        return unchecked.contains(exporter) ? FallbackReason.ACLS_NOT_CHECKED
+                : credentials != null && open.containsKey(exporter) ? FallbackReason.NOT_AUTHORIZED : FallbackReason.EXPORTER_UNREACHABLE;
+    }
+
     /** Closes the connection to {@code exporter}, failing what is still in flight on it; whether there was one. */
     boolean drop(InetSocketAddress exporter) {
         RdmaConnection c = open.remove(exporter);
         proven.remove(exporter);
+        unchecked.remove(exporter);
         proofRetryAtNanos.remove(exporter);
         if (c != null) {
             c.close();

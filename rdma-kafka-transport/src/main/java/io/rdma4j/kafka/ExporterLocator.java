@@ -14,8 +14,9 @@ import java.util.function.Function;
 
 /**
  * Which log exporter serves each partition. With {@code rdma.exporter.address} set, that one exporter serves every
- * partition (a single-broker set-up). Otherwise each broker runs an exporter on {@code rdma.exporter.port} at the host
- * it advertises to clients, and a partition is read from the replica Kafka would fetch it from: the leader or, when
+ * partition (a single-broker set-up). Otherwise each broker runs an exporter at the host it advertises to clients, on
+ * {@code rdma.exporter.port} or on the broker's advertised port plus {@code rdma.exporter.port.offset} (brokers sharing
+ * a host), and a partition is read from the replica Kafka would fetch it from: the leader or, when
  * the consumer sets {@code client.rack}, an in-sync replica in that rack (KIP-392's {@code RackAwareReplicaSelector}).
  * Brokers and leaders come from the consumer's own cluster metadata; an exporter whose published leader differs
  * ({@link #leaderMoved}) is a sign that metadata is behind an election: the published leader is chosen instead, once (an
@@ -48,22 +49,23 @@ final class ExporterLocator {
     }
 
     private final InetSocketAddress override;
-    private final int port;
+    private final java.util.function.IntUnaryOperator exporterPort;
     private final String rack;
     private final Function<String, List<PartitionInfo>> metadata;
     private final Map<TopicPartition, Target> located = new HashMap<>();
     private final Map<TopicPartition, Integer> publishedLeaders = new HashMap<>();
 
-    private ExporterLocator(InetSocketAddress override, int port, String rack, Function<String, List<PartitionInfo>> metadata) {
+    private ExporterLocator(InetSocketAddress override, java.util.function.IntUnaryOperator exporterPort, String rack,
+                            Function<String, List<PartitionInfo>> metadata) {
         this.override = override;
-        this.port = port;
+        this.exporterPort = exporterPort;
         this.rack = rack == null || rack.isBlank() ? null : rack;
         this.metadata = metadata;
     }
 
     /** Every partition from the exporter at {@code address}. */
     static ExporterLocator fixed(InetSocketAddress address) {
-        return new ExporterLocator(address, -1, null, topic -> List.of());
+        return new ExporterLocator(address, brokerPort -> -1, null, topic -> List.of());
     }
 
     /**
@@ -73,7 +75,13 @@ final class ExporterLocator {
      * @param metadata a topic's partitions as the consumer's cluster metadata knows them
      */
     static ExporterLocator perBroker(int port, String rack, Function<String, List<PartitionInfo>> metadata) {
-        return new ExporterLocator(null, port, rack, metadata);
+        return perBroker(brokerPort -> port, rack, metadata);
+    }
+
+    /** Each partition from the exporter of its chosen replica's broker, on the port {@code exporterPort} gives for the broker's. */
+    static ExporterLocator perBroker(java.util.function.IntUnaryOperator exporterPort, String rack,
+                                     Function<String, List<PartitionInfo>> metadata) {
+        return new ExporterLocator(null, exporterPort, rack, metadata);
     }
 
     /** Where to read {@code tp}, or null while its replicas are not known (no leader, no metadata yet). */
@@ -111,7 +119,7 @@ final class ExporterLocator {
                 }
             }
         }
-        target = new Target(new InetSocketAddress(chosen.host(), port), chosen.id(), leader.id());
+        target = new Target(new InetSocketAddress(chosen.host(), exporterPort.applyAsInt(chosen.port())), chosen.id(), leader.id());
         located.put(tp, target);
         return target;
     }

@@ -10,6 +10,7 @@ enum FallbackReason {
     DIRECTORY_CHANGING("directory-changing", "the segment directory kept changing"),
     LEADER_MOVING("leader-moving", "the partition's leader kept moving between brokers"),
     NOT_AUTHORIZED("not-authorized", "the exporter checks Kafka ACLs and refused this consumer the topic"),
+    ACLS_NOT_CHECKED("acls-not-checked", "this consumer proves a delegation token, and the exporter checks no Kafka ACLs"),
     ABORTED_TRANSACTIONS("aborted-transactions", "the exporter could not tell the aborted transactions of the range");
 
     private final String tag;

@@ -17,6 +17,8 @@ import java.util.Map;
  * <tr><td>rdma.exporter.port</td><td>the port every broker's log exporter listens on, at the host the broker
  *   advertises (default 9299): each partition is read from its leader's exporter, or with {@code client.rack} from an
  *   in-sync replica's in that rack</td></tr>
+ * <tr><td>rdma.exporter.port.offset</td><td>each broker's exporter listens on the broker's advertised port plus this
+ *   (brokers sharing a host each have their own); instead of {@code rdma.exporter.port}</td></tr>
  * <tr><td>rdma.exporter.address</td><td>host:port of one log exporter that serves every partition (a single-broker
  *   set-up); overrides {@code rdma.exporter.port}</td></tr>
  * <tr><td>rdma.exporter.authentication</td><td>{@code delegation-token}: prove to each exporter a delegation token
@@ -33,7 +35,8 @@ import java.util.Map;
  * </table>
  * Every {@code rdma.*} key is removed before the rest configures the internal KafkaConsumer.
  */
-public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddress, int exporterPort, boolean delegationToken,
+public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddress, int exporterPort, String exporterPortOffset,
+                                 boolean delegationToken,
                                  Duration tokenLifetime, Duration fallbackBackoff, Duration pollInterval, boolean decodeAhead,
                                  TransportConfig transport) {
 
@@ -41,6 +44,7 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
     public static final String ENABLED = "rdma.fetch.enabled";
     public static final String EXPORTER_ADDRESS = "rdma.exporter.address";
     public static final String EXPORTER_PORT = "rdma.exporter.port";
+    public static final String EXPORTER_PORT_OFFSET = ExporterConfig.PORT_OFFSET;
     /** The exporter's default listen port. */
     public static final int DEFAULT_EXPORTER_PORT = 9299;
     public static final String AUTHENTICATION = "rdma.exporter.authentication";
@@ -60,6 +64,14 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
         if (port < 1 || port > 65535) {
             throw new IllegalArgumentException(EXPORTER_PORT + " needs a port number between 1 and 65535, got " + port);
         }
+        Object offset = configs.get(EXPORTER_PORT_OFFSET);
+        if (offset != null) {
+            if (configs.containsKey(EXPORTER_PORT)) {
+                throw new IllegalArgumentException("set either " + EXPORTER_PORT + " (one port on every broker's host) or "
+                        + EXPORTER_PORT_OFFSET + " (the broker's port plus the offset), not both");
+            }
+            ExporterConfig.exporterPort(1, offset.toString()); // Checks the offset itself; each broker's port later.
+        }
         String authentication = String.valueOf(configs.containsKey(AUTHENTICATION) ? configs.get(AUTHENTICATION) : "none").trim();
         if (!authentication.equals("none") && !authentication.equals("delegation-token")) {
             throw new IllegalArgumentException(AUTHENTICATION + " needs none or delegation-token, got '" + authentication + "'");
@@ -75,10 +87,15 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
             }
         });
         return new RdmaConsumerConfig(enabled(configs), address == null ? null : ExporterConfig.parseAddress(address.toString().trim()),
-                (int) port, authentication.equals("delegation-token"), Duration.ofMillis(tokenLifetime),
+                (int) port, offset == null ? null : offset.toString().trim(), authentication.equals("delegation-token"), Duration.ofMillis(tokenLifetime),
                 Duration.ofMillis(longValue(configs, FALLBACK_BACKOFF, 1000, MILLIS)),
                 Duration.ofMillis(longValue(configs, POLL_INTERVAL, 5, MILLIS)),
                 booleanValue(configs, DECODE_AHEAD, true), TransportConfig.fromProperties(transportKeys, PREFIX));
+    }
+
+    /** The port of the exporter of a broker that clients reach on {@code brokerPort}. */
+    public int exporterPortFor(int brokerPort) {
+        return exporterPortOffset == null ? exporterPort : ExporterConfig.exporterPort(brokerPort, exporterPortOffset);
     }
 
     /** The configs without any {@code rdma.*} key: what the internal KafkaConsumer gets. */

@@ -199,8 +199,8 @@ final class RdmaFetcher implements AutoCloseable {
             }
             RdmaConnection c = target == null ? null : connections.get(target.address());
             if (c == null) {
-                return giveUp(tp, FallbackReason.EXPORTER_UNREACHABLE, target == null ? "no replica of " + tp + " is known"
-                        : "exporter " + target.address() + " unreachable");
+                return target == null ? giveUp(tp, FallbackReason.EXPORTER_UNREACHABLE, "no replica of " + tp + " is known")
+                        : giveUp(tp, connections.whyNot(target.address()), "exporter " + target.address() + " not usable");
             }
             try {
                 return fetchOnce(c, target, tp, position, maxRecords, maxBytes, keys, values);

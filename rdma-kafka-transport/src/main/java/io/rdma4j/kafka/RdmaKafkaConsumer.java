@@ -106,7 +106,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
             try {
                 t = RdmaTransport.open(rdmaConfig.transport());
                 ExporterLocator locator = rdmaConfig.exporterAddress() != null ? ExporterLocator.fixed(rdmaConfig.exporterAddress())
-                        : ExporterLocator.perBroker(rdmaConfig.exporterPort(), java.util.Objects.toString(kafka.get(ConsumerConfig.CLIENT_RACK_CONFIG), null),
+                        : ExporterLocator.perBroker(rdmaConfig::exporterPortFor, java.util.Objects.toString(kafka.get(ConsumerConfig.CLIENT_RACK_CONFIG), null),
                         topic -> delegate.partitionsFor(topic, METADATA_WAIT));
                 DelegationTokenCredentials credentials = rdmaConfig.delegationToken()
                         ? new DelegationTokenCredentials(kafka, rdmaConfig.tokenLifetime(), rdmaConfig.fallbackBackoff()) : null;

@@ -2,6 +2,7 @@ package io.rdma4j.kafka;
 
 import io.rdma4j.core.metrics.OperationType;
 import io.rdma4j.kafka.exporter.BrokerExporterReporter;
+import io.rdma4j.kafka.exporter.ExporterConfig;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -41,9 +42,10 @@ class BrokerExporterPluginIT {
 
     @Test
     void brokerPluginExportsTheLogToRdmaConsumers(@TempDir Path dir) throws Exception {
-        int port = KafkaBrokerProcess.freePort();
         String topic = "plugin-topic";
-        try (KafkaBrokerProcess broker = startWithPlugin(dir, "broker-plugin", port)) {
+        try (KafkaBrokerProcess broker = startWithPlugin(dir, "broker-plugin")) {
+            // The plugin took its port from the broker's advertised listener.
+            int port = ExporterConfig.parseAddress(broker.bootstrapServers()).getPort() + PORT_OFFSET;
             assertThat(accepts(port)).as("the broker started the exporter on its port\n%s", broker.logTail()).isTrue();
             String bootstrap = broker.bootstrapServers();
             createTopic(bootstrap, topic);
@@ -53,7 +55,7 @@ class BrokerExporterPluginIT {
                     "enable.auto.commit", "false"));
             List<RdmaKafkaConsumerTest.Seen> plain = readAll(new KafkaConsumer<>(consumer), topic);
             consumer.put("rdma.fetch.enabled", "true");
-            consumer.put("rdma.exporter.address", "127.0.0.1:" + port);
+            consumer.put("rdma.exporter.port.offset", Integer.toString(PORT_OFFSET)); // the broker's port plus the offset
             consumer.put("rdma.provider", "tcp");
             try (Consumer<String, String> c = RdmaConsumerFactory.create(consumer, null, null)) {
                 assertThat(readAll(c, topic)).as("records by RDMA\n%s", broker.logTail()).isEqualTo(plain).hasSize(2000);
@@ -70,13 +72,20 @@ class BrokerExporterPluginIT {
     }
 
     /**
-     * A real broker process configured as a user would, with the exporter as its metrics reporter on {@code port}: the
-     * plugin learns log.dirs and its Admin bootstrap from the broker's own server.properties.
+     * Where the exporter listens: the broker's port plus this. Brokers take a free port when they start, so one above it
+     * is free too but for a rare coincidence.
      */
-    private static KafkaBrokerProcess startWithPlugin(Path dir, String name, int port) throws Exception {
+    private static final int PORT_OFFSET = 1;
+
+    /**
+     * A real broker process configured as a user would, with the exporter as its metrics reporter on the broker's port
+     * plus {@link #PORT_OFFSET}: the plugin learns log.dirs, its Admin bootstrap and its port from the broker's own
+     * server.properties.
+     */
+    private static KafkaBrokerProcess startWithPlugin(Path dir, String name) throws Exception {
         return KafkaBrokerProcess.start(dir, name, Map.of(
                 "metric.reporters", BrokerExporterReporter.class.getName(),
-                "rdma.exporter.listen.address", "127.0.0.1:" + port,
+                "rdma.exporter.port.offset", Integer.toString(PORT_OFFSET),
                 "rdma.exporter.watermark.interval.ms", "20",
                 "rdma.provider", "tcp"), brokerClassPathWithPluginJar());
     }

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** How a consumer chooses the exporter of each partition from its cluster metadata. */
 class ExporterLocatorTest {
@@ -47,6 +48,25 @@ class ExporterLocatorTest {
         ExporterLocator.Target t = ExporterLocator.fixed(address).locate(TP);
         assertThat(t.address()).isEqualTo(address);
         assertThat(t.outdatedBy(7)).isFalse();
+    }
+
+    @Test
+    void withAPortOffsetBrokersSharingAHostEachHaveTheirOwnExporter() {
+        Node a = new Node(1, "localhost", 9092);
+        Node b = new Node(2, "localhost", 9093);
+        RdmaConsumerConfig config = RdmaConsumerConfig.from(Map.of(RdmaConsumerConfig.EXPORTER_PORT_OFFSET, "207"));
+        metadata.put("t", List.of(new PartitionInfo("t", 0, a, new Node[] {a, b}, new Node[] {a, b}),
+                new PartitionInfo("t", 1, b, new Node[] {b, a}, new Node[] {b, a})));
+        ExporterLocator locator = ExporterLocator.perBroker(config::exporterPortFor, null, metadata::get);
+        assertThat(locator.locate(TP).address()).isEqualTo(new InetSocketAddress("localhost", 9299));
+        assertThat(locator.locate(new TopicPartition("t", 1)).address()).isEqualTo(new InetSocketAddress("localhost", 9300));
+
+        assertThatThrownBy(() -> RdmaConsumerConfig.from(Map.of(RdmaConsumerConfig.EXPORTER_PORT_OFFSET, "207",
+                RdmaConsumerConfig.EXPORTER_PORT, "9299"))).hasMessageContaining("not both");
+        assertThatThrownBy(() -> RdmaConsumerConfig.from(Map.of(RdmaConsumerConfig.EXPORTER_PORT_OFFSET, "-1")))
+                .hasMessageContaining("needs a number from 0 to 65535");
+        assertThatThrownBy(() -> RdmaConsumerConfig.from(Map.of(RdmaConsumerConfig.EXPORTER_PORT_OFFSET, "x")))
+                .hasMessageContaining("needs a number from 0 to 65535");
     }
 
     @Test

@@ -65,7 +65,8 @@ public final class KafkaTestCluster implements AutoCloseable {
      * {@link JaasUtils#KAFKA_PLAIN_USER1 plain-user1}, the StandardAuthorizer and
      * {@code allow.everyone.if.no.acl.found=false}; this adds SCRAM-SHA-512 and delegation tokens (which authenticate
      * with SCRAM). One combined node for one broker, else {@code brokers} brokers (ids 0, 1, ..., all advertising
-     * localhost) and one controller. The controller listener is SASL too: on a PLAINTEXT one the authorizer of a
+     * localhost) and one controller; then broker 0 also has a PLAINTEXT listener ({@link #plaintextBootstrap}), where
+     * clients are {@code User:ANONYMOUS}. The controller listener is SASL too: on a PLAINTEXT one the authorizer of a
      * combined node denies User:ANONYMOUS the CLUSTER_ACTION of broker registration, and a controller apart without
      * authorizer answers CreateAcls with SecurityDisabledException. A token reaches a broker's cache a few hundred ms
      * after createDelegationToken returns. {@code extra}: further properties for all nodes.
@@ -75,10 +76,20 @@ public final class KafkaTestCluster implements AutoCloseable {
         props.put("delegation.token.secret.key", "rdma4j-test-delegation-token-secret");
         props.put("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-512");
         props.putAll(extra);
+        Map<Integer, Map<String, String>> perBroker = brokers == 1 ? Map.of() : Map.of(0, Map.of(
+                "listeners", "EXTERNAL://localhost:0," + PLAINTEXT_LISTENER + "://localhost:0",
+                "listener.security.protocol.map", "EXTERNAL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT," + PLAINTEXT_LISTENER + ":PLAINTEXT"));
         return new KafkaTestCluster(new TestKitNodes.Builder().setCombined(brokers == 1)
-                .setNumBrokerNodes(brokers).setNumControllerNodes(1)
+                .setNumBrokerNodes(brokers).setNumControllerNodes(1).setPerServerProperties(perBroker)
                 .setBrokerSecurityProtocol(SecurityProtocol.SASL_PLAINTEXT)
                 .setControllerSecurityProtocol(SecurityProtocol.SASL_PLAINTEXT).build(), props);
+    }
+
+    private static final String PLAINTEXT_LISTENER = "PLAIN";
+
+    /** host:port of broker 0's PLAINTEXT listener on a {@link #secured} cluster of several brokers. */
+    public String plaintextBootstrap() {
+        return "localhost:" + kit.brokers().get(0).boundPort(new org.apache.kafka.common.network.ListenerName(PLAINTEXT_LISTENER));
     }
 
     private KafkaTestCluster(TestKitNodes nodes, Map<String, String> extra) throws Exception {

@@ -178,7 +178,7 @@ class RdmaFetchMetricsTest {
     }
 
     /** Runs {@code body} with standard error (where slf4j-simple writes) copied into the returned text. */
-    private static String capturingStandardError(ThrowingRunnable body) throws Exception {
+    static String capturingStandardError(ThrowingRunnable body) throws Exception {
         PrintStream original = System.err;
         ByteArrayOutputStream copy = new ByteArrayOutputStream();
         PrintStream tee = new PrintStream(new java.io.OutputStream() {
@@ -196,7 +196,7 @@ class RdmaFetchMetricsTest {
         }
     }
 
-    private interface ThrowingRunnable {
+    interface ThrowingRunnable {
         void run() throws Exception;
     }
 

@@ -5,6 +5,7 @@ import org.apache.kafka.common.metrics.MetricsReporter;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.net.InetSocketAddress;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
@@ -57,8 +58,16 @@ public final class BrokerExporterReporter implements MetricsReporter {
         if (!props.containsKey(ExporterConfig.BOOTSTRAP)) {
             props.put(ExporterConfig.BOOTSTRAP, bootstrapFrom(configs));
         }
-        // A broker that checks ACLs gets an exporter that checks them too, unless told otherwise.
-        props.putIfAbsent(ExporterConfig.ACLS, String.valueOf(!string(configs, "authorizer.class.name", "").isEmpty()));
+        // A broker that checks ACLs gets an exporter that checks them too, unless told otherwise; without an authorizer
+        // of its own the exporter still asks the cluster (rdma.exporter.acls=auto).
+        if (!string(configs, "authorizer.class.name", "").isEmpty()) {
+            props.putIfAbsent(ExporterConfig.ACLS, "true");
+        }
+        if (props.containsKey(ExporterConfig.PORT_OFFSET)) {
+            props.put(ExporterConfig.LISTEN, listenWithOffset(configs, String.valueOf(props.get(ExporterConfig.PORT_OFFSET)),
+                    props.get(ExporterConfig.LISTEN)));
+            props.remove(ExporterConfig.PORT_OFFSET);
+        }
         ExporterConfig config = ExporterConfig.fromProperties(props);
         key = String.valueOf(props.get(ExporterConfig.LOG_DIRS));
         synchronized (RUNNING) {
@@ -68,10 +77,45 @@ public final class BrokerExporterReporter implements MetricsReporter {
                 return;
             }
             // The Admin client connects lazily and the refresher retries, so starting before the listeners are up is fine.
-            LogExporter exporter = LogExporter.start(config);
+            LogExporter exporter = LogExporter.startInBroker(config);
             RUNNING.put(key, new Shared(exporter, new int[] {1}));
             LOG.info("rdma4j log exporter started in the broker on {} via {}", exporter.address(), exporter.transport().selection());
         }
+    }
+
+    /**
+     * With {@code rdma.exporter.port.offset}: the exporter listens at the host of the broker's first advertised client
+     * listener (or the host of {@code rdma.exporter.listen.address}, given without a port) on that listener's port plus
+     * the offset, which is where consumers with the same offset look for it.
+     */
+    static String listenWithOffset(Map<String, ?> configs, String offset, Object listenHost) {
+        String advertised = firstClientListener(configs, string(configs, "advertised.listeners", string(configs, "listeners", "")));
+        InetSocketAddress broker = advertised == null ? null : ExporterConfig.parseAddress(advertised.startsWith(":")
+                ? "127.0.0.1" + advertised : advertised);
+        if (broker == null || broker.getPort() == 0) {
+            throw new IllegalArgumentException("cannot tell the broker's advertised port from advertised.listeners/listeners ("
+                    + advertised + ") for " + ExporterConfig.PORT_OFFSET + ": set " + ExporterConfig.LISTEN + "=host:port instead");
+        }
+        if (listenHost != null && listenHost.toString().contains(":")) {
+            throw new IllegalArgumentException("set either " + ExporterConfig.PORT_OFFSET + " or a port in " + ExporterConfig.LISTEN
+                    + " (then give it the host alone), not both; got " + ExporterConfig.LISTEN + "=" + listenHost);
+        }
+        String host = listenHost != null ? listenHost.toString().trim() : broker.getHostString();
+        return host + ":" + ExporterConfig.exporterPort(broker.getPort(), offset);
+    }
+
+    /** host:port of the first listener in {@code listeners} that is not a controller listener, or null. */
+    private static String firstClientListener(Map<String, ?> configs, String listeners) {
+        List<String> controllers = Arrays.stream(string(configs, "controller.listener.names", "").split(","))
+                .map(String::trim).filter(s -> !s.isEmpty()).toList();
+        for (String listener : listeners.split(",")) {
+            String l = listener.trim();
+            int sep = l.indexOf("://");
+            if (sep > 0 && !controllers.contains(l.substring(0, sep))) {
+                return l.substring(sep + 3);
+            }
+        }
+        return null;
     }
 
     /** host:port of the listener the Admin client uses; PLAINTEXT only unless rdma.exporter.admin.* configures security. */

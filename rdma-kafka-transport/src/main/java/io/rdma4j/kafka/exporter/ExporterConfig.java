@@ -25,9 +25,14 @@ import java.util.Properties;
  * <tr><td>rdma.exporter.retire.grace.ms</td><td>how long a replaced region stays readable (default 5000)</td></tr>
  * <tr><td>rdma.exporter.internal.topics</td><td>{@code true} to export Kafka's internal topics too (names starting
  *   with {@code __}: {@code __consumer_offsets}, {@code __transaction_state}, ...; default false)</td></tr>
+ * <tr><td>rdma.exporter.port.offset</td><td>listen on the broker's port plus this (0 to 65535), at the host of
+ *   {@code rdma.exporter.listen.address} (given without a port) or 127.0.0.1: one exporter per broker where brokers
+ *   share a host; the sidecar counts from the port of {@code rdma.exporter.bootstrap.servers}, the plugin from the
+ *   broker's first advertised client listener</td></tr>
  * <tr><td>rdma.exporter.acls</td><td>{@code true}: serve a topic only to consumers whose Kafka principal has READ
  *   on it, as the cluster's authorizer decides (consumers prove a delegation token; see {@link TopicReadAuthorizer});
- *   default false, in plugin mode true when the broker has an {@code authorizer.class.name}</td></tr>
+ *   {@code auto} (default): {@code true} when the cluster has an authorizer ({@link AclMode}); {@code false}: serve
+ *   every exported topic</td></tr>
  * <tr><td>rdma.exporter.acl.cache.ms</td><td>how long a decision per token and topic is kept (default 30000)</td></tr>
  * <tr><td>rdma.exporter.token.mechanism</td><td>the SCRAM mechanism delegation tokens authenticate with
  *   (default SCRAM-SHA-512)</td></tr>
@@ -37,13 +42,14 @@ import java.util.Properties;
  */
 public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSocketAddress listenAddress,
                              Duration watermarkInterval, Duration retireGrace, boolean exportInternalTopics,
-                             boolean acls, Duration aclCache, String tokenMechanism,
+                             AclMode acls, Duration aclCache, String tokenMechanism,
                              Map<String, Object> adminProperties, TransportConfig transport) {
 
     public static final String PREFIX = "rdma.exporter.";
     public static final String LOG_DIRS = PREFIX + "log.dirs";
     public static final String BOOTSTRAP = PREFIX + "bootstrap.servers";
     public static final String LISTEN = PREFIX + "listen.address";
+    public static final String PORT_OFFSET = PREFIX + "port.offset";
     public static final String INTERVAL = PREFIX + "watermark.interval.ms";
     public static final String GRACE = PREFIX + "retire.grace.ms";
     public static final String INTERNAL_TOPICS = PREFIX + "internal.topics";
@@ -62,16 +68,36 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
         if (watermarkInterval.isNegative() || watermarkInterval.isZero()) {
             throw new IllegalArgumentException(INTERVAL + " must be positive");
         }
-        String protocol = String.valueOf(adminProperties.getOrDefault(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, "PLAINTEXT")).trim();
-        if (acls && !protocol.toUpperCase(java.util.Locale.ROOT).startsWith("SASL_")) {
-            // Consumers' delegation tokens authenticate with SCRAM, which only a SASL listener takes.
-            throw new IllegalArgumentException(ACLS + "=true needs the exporter's Admin client on a SASL listener with "
-                    + tokenMechanism + " enabled: set " + ADMIN_PREFIX + "security.protocol=SASL_SSL or SASL_PLAINTEXT and the "
-                    + "matching " + ADMIN_PREFIX + "sasl.* keys, or " + ACLS + "=false to serve every exported topic to any "
-                    + "peer the rdma4j transport lets connect; the security protocol is " + protocol);
+        if (acls == AclMode.ON && !adminOnSasl(adminProperties)) {
+            throw new IllegalArgumentException(ACLS + "=true " + cannotCheck(adminProperties, tokenMechanism));
         }
         logDirs = List.copyOf(logDirs);
         adminProperties = Map.copyOf(adminProperties);
+    }
+
+    /** Whether the Admin client can take consumers' delegation tokens: they authenticate with SCRAM, which only SASL listeners take. */
+    boolean adminOnSasl() {
+        return adminOnSasl(adminProperties);
+    }
+
+    /** Why this exporter cannot check ACLs, and what to set: the end of a message that starts with what needs them. */
+    String cannotCheck() {
+        return cannotCheck(adminProperties, tokenMechanism);
+    }
+
+    private static boolean adminOnSasl(Map<String, Object> admin) {
+        return protocol(admin).toUpperCase(java.util.Locale.ROOT).startsWith("SASL_");
+    }
+
+    private static String protocol(Map<String, Object> admin) {
+        return String.valueOf(admin.getOrDefault(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, "PLAINTEXT")).trim();
+    }
+
+    private static String cannotCheck(Map<String, Object> admin, String tokenMechanism) {
+        return "needs the exporter's Admin client on a SASL listener with " + tokenMechanism + " enabled: set "
+                + ADMIN_PREFIX + "security.protocol=SASL_SSL or SASL_PLAINTEXT and the matching " + ADMIN_PREFIX
+                + "sasl.* keys, or " + ACLS + "=false to serve every exported topic to any peer the rdma4j transport lets "
+                + "connect; the security protocol is " + protocol(admin);
     }
 
     public static ExporterConfig fromProperties(Map<String, ?> props) {
@@ -86,10 +112,11 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
                 transportProps.put(k, v);
             }
         });
-        return new ExporterConfig(logDirs, string(props, BOOTSTRAP, null), parseAddress(string(props, LISTEN, "127.0.0.1:9299")),
+        String bootstrap = string(props, BOOTSTRAP, null);
+        return new ExporterConfig(logDirs, bootstrap, listenAddress(props, bootstrap),
                 Duration.ofMillis(Long.parseLong(string(props, INTERVAL, "50"))),
                 Duration.ofMillis(Long.parseLong(string(props, GRACE, "5000"))), bool(props, INTERNAL_TOPICS),
-                bool(props, ACLS), Duration.ofMillis(Long.parseLong(string(props, ACL_CACHE, "30000"))),
+                AclMode.parse(ACLS, string(props, ACLS, "auto")), Duration.ofMillis(Long.parseLong(string(props, ACL_CACHE, "30000"))),
                 string(props, TOKEN_MECHANISM, "SCRAM-SHA-512"), admin,
                 TransportConfig.fromProperties(transportProps, "rdma."));
     }
@@ -98,6 +125,49 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
         Map<String, Object> map = new HashMap<>();
         props.stringPropertyNames().forEach(k -> map.put(k, props.getProperty(k)));
         return fromProperties(map);
+    }
+
+    /**
+     * {@code rdma.exporter.listen.address}, or with {@code rdma.exporter.port.offset} its host (default 127.0.0.1) and
+     * the port of the first bootstrap server plus the offset.
+     */
+    private static InetSocketAddress listenAddress(Map<String, ?> props, String bootstrap) {
+        String listen = string(props, LISTEN, null);
+        String offset = string(props, PORT_OFFSET, null);
+        if (offset == null) {
+            return parseAddress(listen == null ? "127.0.0.1:9299" : listen);
+        }
+        if (listen != null && listen.contains(":")) {
+            throw new IllegalArgumentException("set either " + PORT_OFFSET + " or a port in " + LISTEN + " (then give it "
+                    + "the host alone), not both; got " + LISTEN + "=" + listen);
+        }
+        if (bootstrap == null || bootstrap.isBlank()) {
+            throw new IllegalArgumentException("set " + BOOTSTRAP + " to the broker's listener, e.g. 127.0.0.1:9092");
+        }
+        int brokerPort = parseAddress(bootstrap.split(",")[0].trim()).getPort();
+        return new InetSocketAddress(listen == null ? "127.0.0.1" : listen, exporterPort(brokerPort, offset));
+    }
+
+    /**
+     * A broker's exporter port under {@code rdma.exporter.port.offset} (consumers and exporters share this rule).
+     *
+     * @throws IllegalArgumentException when the offset is not a number from 0 to 65535 or the sum is not a port
+     */
+    public static int exporterPort(int brokerPort, String offset) {
+        int off;
+        try {
+            off = Integer.parseInt(offset.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(PORT_OFFSET + " needs a number from 0 to 65535, got '" + offset + "'");
+        }
+        if (off < 0 || off > 65535) {
+            throw new IllegalArgumentException(PORT_OFFSET + " needs a number from 0 to 65535, got " + off);
+        }
+        if (brokerPort + off > 65535 || brokerPort <= 0) {
+            throw new IllegalArgumentException(PORT_OFFSET + "=" + off + " on broker port " + brokerPort + " gives no port"
+                    + " (1 to 65535): choose a smaller offset");
+        }
+        return brokerPort + off;
     }
 
     /** Parses {@code host:port}; the message says the expected form. */

@@ -75,8 +75,8 @@ public final class LogExporter implements AutoCloseable {
     private final RdmaTransport transport;
     private final SegmentMapper mapper;
     private final Admin admin;
-    /** Null unless {@code rdma.exporter.acls=true}: then a topic is served only to consumers that may READ it. */
-    private final TopicReadAuthorizer authorizer;
+    /** Whether a topic is served only to consumers that may READ it ({@code rdma.exporter.acls}). */
+    private final AclGate acls;
     private final RdmaListener listener;
     private final ScheduledExecutorService refresher;
     private final Map<TopicPartition, PartitionExport> partitions = new ConcurrentHashMap<>();
@@ -96,13 +96,43 @@ public final class LogExporter implements AutoCloseable {
     private record Retired(RegisteredRegion region, Arena arena, long closeAtNanos) {
     }
 
-    /** Starts an exporter on its own transport. */
+    /**
+     * How long a sidecar's start waits for the cluster to say whether it has an authorizer
+     * ({@code rdma.exporter.acls=auto}); a silent cluster is asked on, and meanwhile nothing is served.
+     */
+    private static final java.time.Duration ACL_DECISION_WAIT = java.time.Duration.ofSeconds(15);
+
+    /**
+     * Starts an exporter on its own transport, once it knows whether to check ACLs.
+     *
+     * @throws IllegalStateException when the cluster has an authorizer and this exporter cannot check it (what to set)
+     */
     public static LogExporter start(ExporterConfig config) {
         return start(config, SegmentMapper.PAGE_CACHE);
     }
 
+    /** Starts an exporter inside a broker that is not serving yet: whether to check ACLs is learnt once it is (nothing served meanwhile). */
+    static LogExporter startInBroker(ExporterConfig config) {
+        return open(config, SegmentMapper.PAGE_CACHE);
+    }
+
     /** Starts an exporter that registers segment files with {@code mapper} (tests export tampered copies). */
     public static LogExporter start(ExporterConfig config, SegmentMapper mapper) {
+        LogExporter exporter = open(config, mapper);
+        try {
+            exporter.acls.awaitDecision(ACL_DECISION_WAIT);
+            return exporter;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            exporter.close();
+            throw new IllegalStateException("interrupted while the log exporter was starting", e);
+        } catch (RuntimeException e) {
+            exporter.close();
+            throw e;
+        }
+    }
+
+    private static LogExporter open(ExporterConfig config, SegmentMapper mapper) {
         RdmaTransport transport = RdmaTransport.open(config.transport());
         try {
             return new LogExporter(config, transport, mapper);
@@ -123,12 +153,11 @@ public final class LogExporter implements AutoCloseable {
         adminProps.putIfAbsent(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "10000");
         adminProps.putIfAbsent(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
         this.admin = Admin.create(adminProps);
-        this.authorizer = config.acls() ? new TopicReadAuthorizer(admin, adminProps, config.tokenMechanism(), config.aclCache()) : null;
+        this.acls = new AclGate(config, admin, adminProps);
+        // Every exporter answers proofs, with whether it checks: consumers that prove a token read only where it does.
         RequestHandlers handlers = RequestHandlers.of(RequestTypes.KAFKA_DIRECTORY, this::answerDirectory)
-                .and(RequestTypes.KAFKA_ABORTED_TRANSACTIONS, this::answerAbortedTransactions);
-        if (authorizer != null) {
-            handlers = handlers.and(RequestTypes.KAFKA_AUTHENTICATE, authorizer::authenticate);
-        }
+                .and(RequestTypes.KAFKA_ABORTED_TRANSACTIONS, this::answerAbortedTransactions)
+                .and(RequestTypes.KAFKA_AUTHENTICATE, acls::authenticate);
         this.listener = transport.listen(config.listenAddress(), handlers);
         this.refresher = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "rdma4j-log-exporter");
@@ -171,22 +200,22 @@ public final class LogExporter implements AutoCloseable {
 
     /** Consumer connections that proved a delegation token ({@code rdma.exporter.acls=true}; 0 otherwise). */
     public long authenticatedConnections() {
-        return authorizer == null ? 0 : authorizer.authenticated();
+        return acls.authorizer() == null ? 0 : acls.authorizer().authenticated();
     }
 
     /** Delegation token proofs refused: no such live token, a wrong proof, or no challenge asked. */
     public long rejectedTokenProofs() {
-        return authorizer == null ? 0 : authorizer.rejectedProofs();
+        return acls.authorizer() == null ? 0 : acls.authorizer().rejectedProofs();
     }
 
     /** Times the exporter described the cluster's delegation tokens for proofs and ACL checks (at most ten a second). */
     public long delegationTokenLookups() {
-        return authorizer == null ? 0 : authorizer.tokenListFetches();
+        return acls.authorizer() == null ? 0 : acls.authorizer().tokenListFetches();
     }
 
     /** Directory and aborted-transactions requests refused because the requester may not READ the topic. */
     public long aclRefusals() {
-        return authorizer == null ? 0 : authorizer.refusals();
+        return acls.authorizer() == null ? 0 : acls.authorizer().refusals();
     }
 
     /** Admin requests per second since start: the broker-side cost of the watermark freshness. */
@@ -388,9 +417,7 @@ public final class LogExporter implements AutoCloseable {
             return;
         }
         try {
-            if (authorizer != null) {
-                authorizer.sweep();
-            }
+            acls.sweep();
             refresh();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -426,10 +453,7 @@ public final class LogExporter implements AutoCloseable {
     /** {@code answer} where the requester may read {@code topic} (always without ACL checks), else {@code refusal}. */
     private CompletionStage<ByteBuffer> whenAllowed(RequestContext context, String topic, Supplier<ByteBuffer> answer,
                                                     Function<String, byte[]> refusal) {
-        if (authorizer == null) {
-            return CompletableFuture.completedFuture(answer.get());
-        }
-        return authorizer.denial(context, topic).thenApply(denial -> {
+        return acls.denial(context, topic).thenApply(denial -> {
             if (denial == null) {
                 return answer.get();
             }
@@ -478,9 +502,7 @@ public final class LogExporter implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         listener.close();
-        if (authorizer != null) {
-            authorizer.close();
-        }
+        acls.close();
         admin.close(java.time.Duration.ofSeconds(5));
         partitions.values().forEach(PartitionExport::close);
         partitions.clear();

@@ -48,8 +48,12 @@ import java.util.concurrent.atomic.AtomicLong;
 final class TopicReadAuthorizer implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(TopicReadAuthorizer.class);
-    /** A token client unused for this long is closed (its consumer went away or reads topics already decided). */
-    private static final long CLIENT_IDLE_NANOS = TimeUnit.SECONDS.toNanos(60);
+    /**
+     * A token client asking nothing for this long is closed; decisions outlive it. Kept open, it would reconnect by
+     * itself whenever a broker restarts, with a token that may be gone by then, and each failed login is an ERROR and
+     * a WARN line of Kafka's client, again and again until it is closed.
+     */
+    private static final long CLIENT_IDLE_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
     /** Tokens with a client open at once: beyond it a new token is refused, so a flood of tokens costs bounded threads. */
     static final int MAX_TOKEN_CLIENTS = 256;
     /**
@@ -57,6 +61,13 @@ final class TopicReadAuthorizer implements AutoCloseable {
      * undecided directory request needs the tokens as they are after it arrived, and a peer sends those at its pace.
      */
     static final Duration TOKEN_LIST_INTERVAL = Duration.ofMillis(100);
+    /**
+     * How long a proof or check waits for a token the cluster's answer does not list yet: brokers learn a new token from
+     * the metadata log a moment apart, so the broker asked may not know a token that the consumer's broker knows.
+     */
+    static final Duration TOKEN_ARRIVAL_WAIT = Duration.ofSeconds(2);
+    /** Between tries of a token client whose login the cluster did not take (the broker asked does not know it yet). */
+    private static final long LOGIN_RETRY_MILLIS = 250;
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private final Admin admin;
@@ -65,6 +76,8 @@ final class TopicReadAuthorizer implements AutoCloseable {
     private final long decisionNanos;
     private final Map<RdmaConnection, Session> sessions = new ConcurrentHashMap<>();
     private final Map<String, TokenClient> clients = new ConcurrentHashMap<>();
+    /** Per token id, the decisions per topic. */
+    private final Map<String, Map<String, Decision>> decisions = new ConcurrentHashMap<>();
     private final AtomicLong authenticated = new AtomicLong();
     private final AtomicLong rejectedProofs = new AtomicLong();
     private final AtomicLong refusals = new AtomicLong();
@@ -86,7 +99,7 @@ final class TopicReadAuthorizer implements AutoCloseable {
     /** The cluster as one token's owner sees it. */
     private static final class TokenClient {
         final Admin admin;
-        final Map<String, Decision> decisions = new ConcurrentHashMap<>();
+        final java.util.concurrent.atomic.AtomicInteger asking = new java.util.concurrent.atomic.AtomicInteger();
         volatile long lastUsedNanos = System.nanoTime();
 
         TokenClient(Admin admin) {
@@ -148,8 +161,7 @@ final class TopicReadAuthorizer implements AutoCloseable {
             rejectedProofs.incrementAndGet();
             throw new RequestRefusedException("ask for a challenge before sending a proof");
         }
-        return tokenLists.fetchedAfterNow().thenApply(tokens -> {
-            Token token = live(tokens, proof.tokenId());
+        return lookUp(proof.tokenId(), System.nanoTime() + TOKEN_ARRIVAL_WAIT.toNanos()).thenApply(token -> {
             if (token == null || !MessageDigest.isEqual(ExporterAuthentication.proof(token.hmac(), nonce, token.id()), proof.proof())) {
                 rejectedProofs.incrementAndGet();
                 logRefusedProof(context, token == null ? "no live token " + proof.tokenId() : "the proof does not match token " + token.id());
@@ -159,7 +171,7 @@ final class TopicReadAuthorizer implements AutoCloseable {
             session.token = token;
             authenticated.incrementAndGet();
             LOG.debug("{} proved delegation token {} of {}", context.peer().address(), token.id(), token.owner());
-            return ByteBuffer.allocate(0);
+            return ByteBuffer.wrap(ExporterAuthentication.Verdict.ACLS_CHECKED.toBytes());
         });
     }
 
@@ -174,15 +186,22 @@ final class TopicReadAuthorizer implements AutoCloseable {
         }
     }
 
-    private static Token live(List<DelegationToken> tokens, String id) {
-        for (DelegationToken t : tokens) {
-            if (t.tokenInfo().tokenId().equals(id)) {
-                long expires = t.tokenInfo().expiryTimestamp();
-                return expires > System.currentTimeMillis()
-                        ? new Token(id, t.hmac(), expires, t.tokenInfo().owner().toString()) : null;
+    /**
+     * Token {@code id} as the cluster lists it after this call, or null when it is expired, or not listed by the
+     * deadline. A token not listed is asked again (the lookups shared with every other caller, at most one per
+     * {@link #TOKEN_LIST_INTERVAL}), as the broker asked may learn it a moment after the consumer's broker did.
+     */
+    private CompletionStage<Token> lookUp(String id, long deadlineNanos) {
+        return tokenLists.fetchedAfterNow().thenCompose(tokens -> {
+            for (DelegationToken t : tokens) {
+                if (t.tokenInfo().tokenId().equals(id)) {
+                    long expires = t.tokenInfo().expiryTimestamp();
+                    return CompletableFuture.completedFuture(expires > System.currentTimeMillis()
+                            ? new Token(id, t.hmac(), expires, t.tokenInfo().owner().toString()) : null);
+                }
             }
-        }
-        return null;
+            return System.nanoTime() - deadlineNanos >= 0 ? CompletableFuture.completedFuture(null) : lookUp(id, deadlineNanos);
+        });
     }
 
     /**
@@ -199,29 +218,52 @@ final class TopicReadAuthorizer implements AutoCloseable {
         if (token.expiresAtMillis() <= System.currentTimeMillis()) {
             return denied("delegation token " + token.id() + " expired; the consumer creates a new one");
         }
-        TokenClient client = client(token);
-        if (client == null) {
-            return denied("this exporter has " + MAX_TOKEN_CLIENTS + " delegation tokens in use; try again later");
-        }
-        client.lastUsedNanos = System.nanoTime();
-        Decision known = client.decisions.get(topic);
+        Map<String, Decision> decided = decisions.get(token.id());
+        Decision known = decided == null ? null : decided.get(topic);
         if (known != null && known.validUntilNanos() - System.nanoTime() > 0) {
             return known.denial() == null ? CompletableFuture.completedFuture(null) : denied(known.denial());
         }
         // The token is looked up again first: one expired or deleted since the proof must stop counting, and a client
         // already connected with it would not notice (the broker checks a token when a connection authenticates).
-        return tokenLists.fetchedAfterNow().thenCompose(tokens -> {
-            if (live(tokens, token.id()) == null) {
+        long deadline = System.nanoTime() + TOKEN_ARRIVAL_WAIT.toNanos();
+        return lookUp(token.id(), deadline).thenCompose(live -> {
+            if (live == null) {
                 session.token = null;
                 closeClient(token.id());
+                decisions.remove(token.id());
                 return denied("delegation token " + token.id() + " expired or was deleted; the consumer creates a new one");
             }
-            return client.admin.describeTopics(List.of(topic), new DescribeTopicsOptions().includeAuthorizedOperations(true))
-                    .topicNameValues().get(topic).toCompletionStage().handle((described, error) -> decide(client, token, topic, described, error));
+            return ask(token, topic, deadline);
         });
     }
 
-    private String decide(TokenClient client, Token token, String topic, TopicDescription described, Throwable error) {
+    /**
+     * Describes {@code topic} as the token's owner. A login the cluster does not take yet (the broker the client reached
+     * has not learnt the token) is tried again with a new client until {@code deadlineNanos}, so a consumer with READ is
+     * not sent to Kafka's fetch for a token that is merely on its way.
+     */
+    private CompletionStage<String> ask(Token token, String topic, long deadlineNanos) {
+        TokenClient client = client(token);
+        if (client == null) {
+            return denied("this exporter has " + MAX_TOKEN_CLIENTS + " delegation tokens in use; try again later");
+        }
+        return client.admin.describeTopics(List.of(topic), new DescribeTopicsOptions().includeAuthorizedOperations(true))
+                .topicNameValues().get(topic).toCompletionStage().handle((described, error) -> {
+                    client.lastUsedNanos = System.nanoTime();
+                    client.asking.decrementAndGet();
+                    Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+                    if (cause instanceof AuthenticationException && System.nanoTime() - deadlineNanos < 0) {
+                        closeClient(token.id());
+                        return null;
+                    }
+                    return decide(token, topic, described, error);
+                }).thenCompose(decided -> decided != null ? CompletableFuture.completedFuture(decided.denial())
+                        : CompletableFuture.runAsync(() -> { }, CompletableFuture.delayedExecutor(LOGIN_RETRY_MILLIS,
+                        TimeUnit.MILLISECONDS)).thenCompose(retry -> ask(token, topic, deadlineNanos)));
+    }
+
+    /** A decision, or one not kept ({@link Decision#validUntilNanos} 0) such as a login the cluster did not take. */
+    private Decision decide(Token token, String topic, TopicDescription described, Throwable error) {
         String mayNotRead = token.owner() + " may not READ topic " + topic;
         String denial;
         if (error == null) {
@@ -235,17 +277,19 @@ final class TopicReadAuthorizer implements AutoCloseable {
                 // Not kept: a broker learns a new token a moment after it is created, so the next request asks again.
                 closeClient(token.id());
                 refusals.incrementAndGet();
-                return "the cluster did not take delegation token " + token.id() + " (yet): " + cause.getMessage();
+                return new Decision("the cluster did not take delegation token " + token.id() + " within "
+                        + TOKEN_ARRIVAL_WAIT.toMillis() + " ms: " + cause.getMessage(), 0);
             } else {
                 throw new RequestRefusedException("cannot ask the cluster whether " + token.owner() + " may read "
                         + topic + " (" + cause.getClass().getSimpleName() + "); fetch through Kafka meanwhile");
             }
         }
-        client.decisions.put(topic, new Decision(denial, System.nanoTime() + decisionNanos));
+        Decision decision = new Decision(denial, System.nanoTime() + decisionNanos);
+        decisions.computeIfAbsent(token.id(), id -> new ConcurrentHashMap<>()).put(topic, decision);
         if (denial != null) {
             refusals.incrementAndGet();
         }
-        return denial;
+        return decision;
     }
 
     private void closeClient(String tokenId) {
@@ -260,31 +304,43 @@ final class TopicReadAuthorizer implements AutoCloseable {
         return CompletableFuture.completedFuture(why);
     }
 
+    /** The token's client, counted as asking (so not closed as idle) until the caller's answer comes; null when too many. */
     private TokenClient client(Token token) {
-        TokenClient existing = clients.get(token.id());
-        if (existing != null || clients.size() >= MAX_TOKEN_CLIENTS) {
-            return existing;
+        if (!clients.containsKey(token.id()) && clients.size() >= MAX_TOKEN_CLIENTS) {
+            return null;
         }
-        return clients.computeIfAbsent(token.id(), id -> {
-            Map<String, Object> props = new HashMap<>(tokenClientBase);
-            props.put(SaslConfigs.SASL_MECHANISM, mechanism);
-            props.put(SaslConfigs.SASL_JAAS_CONFIG, "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""
-                    + id + "\" password=\"" + java.util.Base64.getEncoder().encodeToString(token.hmac()) + "\" tokenauth=\"true\";");
-            return new TokenClient(Admin.create(props));
+        return clients.compute(token.id(), (id, existing) -> {
+            TokenClient c = existing;
+            if (c == null) {
+                Map<String, Object> props = new HashMap<>(tokenClientBase);
+                props.put(SaslConfigs.SASL_MECHANISM, mechanism);
+                props.put(SaslConfigs.SASL_JAAS_CONFIG, "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""
+                        + id + "\" password=\"" + java.util.Base64.getEncoder().encodeToString(token.hmac()) + "\" tokenauth=\"true\";");
+                c = new TokenClient(Admin.create(props));
+            }
+            c.asking.incrementAndGet();
+            return c;
         });
     }
 
-    /** Forgets closed connections and closes token clients nobody used for a minute; the exporter's refresher calls it. */
+    /**
+     * Forgets closed connections and lapsed decisions, and closes token clients that asked nothing for
+     * {@link #CLIENT_IDLE_NANOS}; the exporter's refresher calls it.
+     */
     void sweep() {
         sessions.keySet().removeIf(c -> !c.isOpen());
         long now = System.nanoTime();
-        for (var it = clients.entrySet().iterator(); it.hasNext(); ) {
-            var e = it.next();
-            if (now - e.getValue().lastUsedNanos > CLIENT_IDLE_NANOS) {
-                it.remove();
-                e.getValue().admin.close(Duration.ofSeconds(1));
-            }
+        for (String id : List.copyOf(clients.keySet())) {
+            clients.computeIfPresent(id, (key, c) -> {
+                if (c.asking.get() == 0 && now - c.lastUsedNanos > CLIENT_IDLE_NANOS) {
+                    c.admin.close(Duration.ZERO);
+                    return null;
+                }
+                return c;
+            });
         }
+        decisions.values().forEach(topics -> topics.values().removeIf(d -> d.validUntilNanos() - now <= 0));
+        decisions.values().removeIf(Map::isEmpty);
     }
 
     @Override
@@ -292,5 +348,6 @@ final class TopicReadAuthorizer implements AutoCloseable {
         sessions.clear();
         clients.values().forEach(c -> c.admin.close(Duration.ofSeconds(1)));
         clients.clear();
+        decisions.clear();
     }
 }

@@ -15,7 +15,9 @@ import java.security.GeneralSecurityException;
  * (a fresh nonce of the exporter's, bound to the connection), then sends the token id with
  * {@link #proof HMAC-SHA256(token HMAC, nonce and token id)}. The token's HMAC, which is the credential, never crosses
  * the wire; the exporter learns it from the cluster ({@code describeDelegationToken}) and checks the proof. A proof
- * is worth nothing on another connection, since each connection gets its own nonce.
+ * is worth nothing on another connection, since each connection gets its own nonce. The exporter answers a proof it
+ * takes with its {@link Verdict}: a consumer that proves a token reads only from exporters that answer
+ * {@link Verdict#ACLS_CHECKED}, since an exporter that checks nothing would serve it topics its principal may not read.
  */
 public final class ExporterAuthentication {
 
@@ -70,13 +72,38 @@ public final class ExporterAuthentication {
         }
     }
 
-    /** The token id and the proof over the last nonce this connection was given; the reply is empty. */
+    /** The token id and the proof over the last nonce this connection was given; the reply is a {@link Verdict}. */
     public record Proof(String tokenId, byte[] proof) implements Request {
         @Override
         public byte[] toBytes() {
             byte[] id = tokenId.getBytes(StandardCharsets.UTF_8);
             return ByteBuffer.allocate(1 + 2 + id.length + proof.length).put(PROOF).putShort((short) id.length).put(id)
                     .put(proof).array();
+        }
+    }
+
+    /**
+     * The reply to a proof: whether the exporter checks the Kafka ACLs of the token's owner on this connection. An
+     * exporter that checks refuses a proof it cannot verify instead; one that does not check answers
+     * {@link #ACLS_NOT_CHECKED} without looking at the proof.
+     */
+    public enum Verdict {
+        ACLS_NOT_CHECKED, ACLS_CHECKED;
+
+        public byte[] toBytes() {
+            return new byte[]{(byte) ordinal()};
+        }
+
+        /** @throws ProtocolException for anything but one known verdict byte */
+        public static Verdict fromBytes(ByteBuffer reply) {
+            if (reply.remaining() != 1) {
+                throw new ProtocolException("an exporter proof verdict of " + reply.remaining() + " bytes, expected 1");
+            }
+            int v = reply.get();
+            if (v < 0 || v >= values().length) {
+                throw new ProtocolException("unknown exporter proof verdict " + v);
+            }
+            return values()[v];
         }
     }
 

@@ -46,4 +46,15 @@ class ExporterAuthenticationTest {
         }
         assertThatThrownBy(() -> ExporterAuthentication.nonce(ByteBuffer.allocate(31))).isInstanceOf(ProtocolException.class);
     }
+
+    @Test
+    void verdictsRoundTripAndAnythingElseIsAProtocolError() {
+        for (ExporterAuthentication.Verdict v : ExporterAuthentication.Verdict.values()) {
+            assertThat(ExporterAuthentication.Verdict.fromBytes(ByteBuffer.wrap(v.toBytes()))).isEqualTo(v);
+        }
+        for (byte[] bad : new byte[][] {{}, {2}, {-1}, {1, 1}}) {
+            assertThatThrownBy(() -> ExporterAuthentication.Verdict.fromBytes(ByteBuffer.wrap(bad)))
+                    .as(Arrays.toString(bad)).isInstanceOf(ProtocolException.class);
+        }
+    }
 }
