@@ -35,6 +35,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class ExporterJarIT {
 
+    private static final String SECRET = "the exporter jar test's secret";
+
     private static final String TOPIC = "exporter-jar";
     private static final int RECORDS = 1000;
 
@@ -54,7 +56,8 @@ class ExporterJarIT {
                     "rdma.exporter.bootstrap.servers=" + cluster.bootstrap(),
                     "rdma.exporter.listen.address=127.0.0.1:" + port,
                     "rdma.exporter.watermark.interval.ms=20",
-                    "rdma.provider=tcp")
+                    "rdma.provider=tcp",
+                    "rdma.shared-secret=" + SECRET) // as the README's command: consumers prove the secret
                     .redirectErrorStream(true).redirectOutput(log.toFile()).start();
             try {
                 awaitListening(exporter, port, log);
@@ -63,7 +66,8 @@ class ExporterJarIT {
                         "enable.auto.commit", "false",
                         "rdma.fetch.enabled", "true",
                         "rdma.exporter.address", "127.0.0.1:" + port,
-                        "rdma.provider", "tcp"));
+                        "rdma.provider", "tcp",
+                        "rdma.shared-secret", SECRET));
                 awaitExported(props, log);
                 try (Consumer<String, String> consumer = RdmaConsumerFactory.create(props, new StringDeserializer(), new StringDeserializer())) {
                     List<TopicPartition> partitions = List.of(new TopicPartition(TOPIC, 0), new TopicPartition(TOPIC, 1));
