@@ -76,7 +76,9 @@ final class MessageInbox {
                 }
                 messages.addLast(message.asReadOnlyBuffer());
                 queuedBytes += cost(message);
-                transportQueued.addAndGet(cost(message));
+                if (!detached) {
+                    transportQueued.addAndGet(cost(message));
+                }
                 return true;
             }
         }

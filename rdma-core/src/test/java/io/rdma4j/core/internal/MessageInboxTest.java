@@ -1,0 +1,55 @@
+package io.rdma4j.core.internal;
+
+import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.RdmaException;
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The inbox's share of the transport's count of unreceived bytes, which the tcp provider's budget reads. */
+class MessageInboxTest {
+
+    private final Object closeLock = new Object();
+    private final AtomicReference<RdmaException> closed = new AtomicReference<>();
+    private final AtomicLong transport = new AtomicLong();
+
+    private MessageInbox inbox() {
+        return new MessageInbox(closeLock, closed::get, Runnable::run, transport);
+    }
+
+    @Test
+    void queuedMessagesCountForTheTransportUntilReceivedEachAtLeastTheOverhead() {
+        MessageInbox a = inbox();
+        MessageInbox b = inbox();
+        a.offer(ByteBuffer.allocate(5000));
+        a.offer(ByteBuffer.allocate(10));
+        b.offer(ByteBuffer.allocate(2000));
+        assertThat(a.queuedBytes()).isEqualTo(5000 + 1024);
+        assertThat(transport.get()).isEqualTo(5000 + 1024 + 2000);
+        a.receive();
+        assertThat(transport.get()).isEqualTo(1024 + 2000);
+        b.receive();
+        a.receive();
+        assertThat(transport.get()).isZero();
+    }
+
+    @Test
+    void aClosedConnectionsMessagesStopCountingOnceAndForAll() {
+        MessageInbox a = inbox();
+        a.offer(ByteBuffer.allocate(4096));
+        a.offer(ByteBuffer.allocate(4096));
+        synchronized (closeLock) {
+            closed.set(new ConnectionClosedException("closed"));
+            a.takeWaiters();
+            a.takeWaiters();
+        }
+        assertThat(transport.get()).as("what a closed connection holds no longer counts").isZero();
+        assertThat(a.receive()).as("still receivable").isCompleted();
+        a.offer(ByteBuffer.allocate(4096));
+        assertThat(transport.get()).as("nothing counted twice or taken back twice").isZero();
+    }
+}
