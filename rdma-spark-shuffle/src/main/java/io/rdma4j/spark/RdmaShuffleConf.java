@@ -68,7 +68,8 @@ public record RdmaShuffleConf(
             "connectTimeout", "operationTimeout", "maxOutstandingOperations", "maxMessageSize", "sharedSecret",
             "maxBytesInFlight", "bufferSlabSize", "bufferPoolMaxBytes", "fallback", "registration",
             "tcp.chunkSize", "tcp.maxRequestBytes", "tcp.regionCloseTimeout", "tcp.maxUnsentResponses",
-            "tcp.maxUnsentResponseBytes", "tcp.maxInboxBytes", "tcp.maxConnections", "tcp.maxConnectionsPerAddress",
+            "tcp.maxUnsentResponseBytes", "tcp.maxInboxBytes", "tcp.maxBufferedBytes", "tcp.maxConnections",
+            "tcp.maxConnectionsPerAddress", "tcp.maxHandshakes", "tcp.maxHandshakesPerAddress",
             "tcp.handshakeTimeout", "tcp.idleTimeout", "tcp.maxRejections", "tcp.tls", "tcp.tls.keyStore",
             "tcp.tls.keyStorePassword", "tcp.tls.trustStore", "tcp.tls.trustStorePassword", "tcp.tls.clientAuth",
             "tcp.tls.authentication", "tcp.awaitSpinMicros", "verbs.receiveDepth", "verbs.busyPoll", "verbs.awaitSpinMicros");
