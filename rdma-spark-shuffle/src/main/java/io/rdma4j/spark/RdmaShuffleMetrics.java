@@ -10,6 +10,7 @@ import io.rdma4j.core.metrics.TransportMetrics;
 
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
+import java.util.function.ToLongFunction;
 
 /**
  * This JVM's RDMA shuffle figures, which {@link RdmaShufflePlugin} puts into Spark's metrics system. One set per JVM,
@@ -71,7 +72,8 @@ final class RdmaShuffleMetrics {
      * Registers the metrics under their names: {@code bytesRead}, {@code reads} (RDMA READs issued by this executor's
      * transport, index and checksum reads included), {@code blocksFetched} (blocks handed to Spark from peers by
      * RDMA), {@code hostLocalBlocks} (blocks read from the files of executors on the same host),
-     * {@code fallbacks.<reason>}, {@code mapOutputsRegistered}, {@code registrationTime} and
+     * {@code fallbacks.<reason>}, {@code mapOutputsRegistered}, {@code registrationTime}, {@code connections}
+     * (open), {@code bufferedBytes} (what peers make the executor hold, bounded on tcp by tcp.maxBufferedBytes) and
      * {@code provider.<name>} (1 for the provider in use).
      */
     static void registerIn(MetricRegistry registry) {
@@ -84,12 +86,21 @@ final class RdmaShuffleMetrics {
         }
         registry.register("mapOutputsRegistered", MAP_OUTPUTS_REGISTERED);
         registry.register("registrationTime", REGISTRATION_TIME);
+        registry.register("connections", transportGauge(TransportMetrics::openConnections));
+        registry.register("bufferedBytes", transportGauge(TransportMetrics::bufferedBytes));
         for (String provider : PROVIDERS) {
             registry.register("provider." + provider, (Gauge<Integer>) () -> {
                 RdmaTransport t = transport;
                 return t != null && t.provider().toLowerCase(Locale.ROOT).equals(provider) ? 1 : 0;
             });
         }
+    }
+
+    private static Gauge<Long> transportGauge(ToLongFunction<TransportMetrics> figure) {
+        return () -> {
+            RdmaTransport t = transport;
+            return t == null ? 0L : figure.applyAsLong(t.metrics());
+        };
     }
 
     private static Gauge<Long> reads(boolean bytes) {

@@ -109,6 +109,9 @@ class RdmaShuffleSparkSubmitTest {
                         .as("executor " + executor.getKey() + "'s provider gauge").isEqualTo(1L);
                 assertThat(e.get("fallbacks.transportUnavailable")).isZero();
                 assertThat(e.get("fallbacks.peerUnreachable")).isZero();
+                assertThat(e).as("executor " + executor.getKey() + "'s transport gauges")
+                        .containsKeys("connections", "bufferedBytes");
+                assertThat(e.get("bufferedBytes")).isNotNegative();
                 assertThat(e.get("registrationTime")).as("one registration timed per map output registered")
                         .isEqualTo(e.get("mapOutputsRegistered"));
                 reads += e.get("reads");

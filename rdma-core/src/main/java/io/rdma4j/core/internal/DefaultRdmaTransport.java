@@ -69,6 +69,7 @@ final class DefaultRdmaTransport implements RdmaTransport {
         this.provider = opened.transport();
         this.metrics = opened.metrics();
         this.protection = new ListenerProtection(config, provider, selection.provider());
+        this.metrics.bufferedBytesFrom(() -> unreceivedMessageBytes.get() + provider.bufferedBytes());
         this.timers = new ScheduledThreadPoolExecutor(1, Thread.ofPlatform().daemon().name("rdma4j-timeouts").factory());
         this.timers.setRemoveOnCancelPolicy(true);
         // A task that is always due soon keeps the operations' timeouts (due much later) from ever heading the

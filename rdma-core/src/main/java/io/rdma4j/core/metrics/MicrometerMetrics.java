@@ -23,6 +23,8 @@ import java.util.concurrent.TimeUnit;
  * <li>{@code rdma4j.served.bytes} (counter, bytes served to peers as a responder; {@code operation})</li>
  * <li>{@code rdma4j.requests.rejected} (counter, peer requests refused as a responder)</li>
  * <li>{@code rdma4j.regions.registered}, {@code rdma4j.regions.registered.bytes}, {@code rdma4j.connections.open} (gauges)</li>
+ * <li>{@code rdma4j.buffered.bytes} (gauge, bytes held for peers: unreceived messages, unwritten responses)</li>
+ * <li>{@code rdma4j.handshakes.displaced} (counter, sockets closed in their handshake to admit newer ones)</li>
  * </ul>
  */
 public final class MicrometerMetrics implements MeterBinder {
@@ -65,6 +67,10 @@ public final class MicrometerMetrics implements MeterBinder {
                 .baseUnit("bytes").description("Registered memory").register(registry);
         Gauge.builder("rdma4j.connections.open", metrics, TransportMetrics::openConnections).tags(tags)
                 .description("Open connections").register(registry);
+        Gauge.builder("rdma4j.buffered.bytes", metrics, TransportMetrics::bufferedBytes).tags(tags).baseUnit("bytes")
+                .description("Bytes held for peers: messages not yet received, responses not yet written").register(registry);
+        FunctionCounter.builder("rdma4j.handshakes.displaced", metrics, TransportMetrics::displacedHandshakes).tags(tags)
+                .description("Sockets closed in their handshake to admit newer ones").register(registry);
         metrics.addListener((type, bytes, nanos, success) -> {
             if (success) {
                 timers.get(type).record(nanos, TimeUnit.NANOSECONDS);

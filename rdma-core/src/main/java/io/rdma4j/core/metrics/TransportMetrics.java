@@ -7,6 +7,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -29,6 +30,8 @@ public final class TransportMetrics {
     private final AtomicLong registeredRegions = new AtomicLong();
     private final AtomicLong registeredBytes = new AtomicLong();
     private final AtomicLong openConnections = new AtomicLong();
+    private final LongAdder displacedHandshakes = new LongAdder();
+    private volatile LongSupplier bufferedBytes = () -> 0;
     private final List<OperationListener> listeners = new CopyOnWriteArrayList<>();
 
     public TransportMetrics(String provider) {
@@ -122,6 +125,16 @@ public final class TransportMetrics {
         openConnections.decrementAndGet();
     }
 
+    /** A socket still in its handshake was closed to admit a newer one (the listener's half-open budget was full). */
+    public void handshakeDisplaced() {
+        displacedHandshakes.increment();
+    }
+
+    /** Where {@link #bufferedBytes()} comes from; the transport sets it once it is open. */
+    public void bufferedBytesFrom(LongSupplier source) {
+        this.bufferedBytes = source;
+    }
+
     // ---- reading ----
 
     public Snapshot snapshot(OperationType type) {
@@ -155,6 +168,18 @@ public final class TransportMetrics {
 
     public long openConnections() {
         return openConnections.get();
+    }
+
+    public long displacedHandshakes() {
+        return displacedHandshakes.sum();
+    }
+
+    /**
+     * Bytes held for peers: their messages the application has not received, and responses to their requests not
+     * yet written, over all connections. The tcp provider bounds them with {@code tcp.max-buffered-bytes}.
+     */
+    public long bufferedBytes() {
+        return bufferedBytes.getAsLong();
     }
 
     /** Totals of one operation type; {@code totalNanos} covers successful operations. */

@@ -34,6 +34,14 @@ public interface ProviderTransport extends AutoCloseable {
         return false;
     }
 
+    /**
+     * Bytes the provider holds for its peers besides the transport's own inbox: responses to their requests not yet
+     * written, messages being read. Counted in {@link io.rdma4j.core.metrics.TransportMetrics#bufferedBytes()}.
+     */
+    default long bufferedBytes() {
+        return 0;
+    }
+
     /** Largest length of one read or write; the transport splits longer ones. */
     long maxOperationLength();
 

@@ -92,6 +92,11 @@ final class TcpTransport implements ProviderTransport {
         return admittedMessageBytes;
     }
 
+    @Override
+    public long bufferedBytes() {
+        return unsentResponseBytes.get() + admittedMessageBytes.get();
+    }
+
     /** Open connections: each one's share of tcp.max-buffered-bytes is the budget divided by their number. */
     int connectionCount() {
         return connections.size();
@@ -318,6 +323,7 @@ final class TcpTransport implements ProviderTransport {
                     rejected("half-open connection from " + displaced.from + " on " + localAddress + " closed to admit a"
                             + " newer one: the handshakes in progress reached tcp.max-handshakes or"
                             + " tcp.max-handshakes-per-address");
+                    metrics.handshakeDisplaced();
                     ListenerSlots.evict(displaced);
                 }
                 if (admission.claim() == null) {

@@ -1,16 +1,33 @@
 package io.rdma4j.core.metrics;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
 import java.util.ResourceBundle;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 class TransportMetricsTest {
+
+    @Test
+    void bufferedBytesAndDisplacedHandshakesReachMicrometer() {
+        TransportMetrics metrics = new TransportMetrics("tcp");
+        AtomicLong held = new AtomicLong(4096);
+        metrics.bufferedBytesFrom(held::get);
+        metrics.handshakeDisplaced();
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        new MicrometerMetrics(metrics).bindTo(registry);
+        assertThat(registry.get("rdma4j.buffered.bytes").tag("provider", "tcp").gauge().value()).isEqualTo(4096);
+        held.set(0);
+        assertThat(registry.get("rdma4j.buffered.bytes").gauge().value()).isZero();
+        metrics.handshakeDisplaced();
+        assertThat(registry.get("rdma4j.handshakes.displaced").functionCounter().count()).isEqualTo(2);
+    }
 
     @Test
     void aFloodOfRejectionsIsCountedInFullAndWarnedAboutAtMostOnceASecond() throws Exception {

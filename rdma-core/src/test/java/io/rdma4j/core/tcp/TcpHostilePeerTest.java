@@ -260,6 +260,31 @@ class TcpHostilePeerTest {
         }
     }
 
+    @Test
+    void socketsBeyondTheHandshakeBudgetDisplaceTheOldestWhichAreCountedAndClosed() throws Exception {
+        RdmaTransport server = open(b -> b.providerOption("tcp.max-handshakes", "4"));
+        RdmaListener listener = server.listen(LOOPBACK);
+        RegisteredRegion region = published(server, 4096);
+        List<Socket> silent = new ArrayList<>();
+        try {
+            for (int i = 0; i < 6; i++) {
+                Socket s = new Socket(InetAddress.getLoopbackAddress(), listener.localAddress().getPort());
+                s.getInputStream().readNBytes(TcpFrameCodec.HELLO_SIZE); // accepted: the responder said hello
+                silent.add(s);
+            }
+            eventually("two sockets displaced", () -> server.metrics().displacedHandshakes() == 2);
+            assertThat(closedByResponder(silent.get(0))).as("the oldest was closed").isTrue();
+            assertThat(closedByResponder(silent.get(1))).isTrue();
+            assertThat(closedByResponder(silent.get(5))).as("the newest is still waiting for its hello").isFalse();
+            assertServed(listener, region);
+            assertThat(server.metrics().displacedHandshakes()).as("the regular peer displaced the oldest left").isEqualTo(3);
+        } finally {
+            for (Socket s : silent) {
+                s.close();
+            }
+        }
+    }
+
     /** Whether the responder closed {@code s}: it reads to the end of what the responder sent, if any. */
     static boolean closedByResponder(Socket s) {
         try {
@@ -363,11 +388,14 @@ class TcpHostilePeerTest {
             // 256 KiB in the inbox plus the socket buffers; unbounded, 4096 messages (240 MiB) before a close
             assertThat(stalledAt).isLessThan(64L << 20);
             assertThat(serving.isOpen()).as("a full inbox holds the peer back instead of closing").isTrue();
+            assertThat(server.metrics().bufferedBytes()).as("bytes held for the peer").isGreaterThanOrEqualTo(256L << 10);
             assertServed(listener, region);
             for (int i = 0; i < 64; i++) {
                 assertThat(serving.receive().get(10, TimeUnit.SECONDS).remaining()).isEqualTo(body);
             }
             eventually("reading resumes once the application received", () -> written.get() > stalledAt);
+            serving.close();
+            eventually("a closed connection's messages no longer count", () -> server.metrics().bufferedBytes() == 0);
             peer.close();
             flooder.join(5000);
         }

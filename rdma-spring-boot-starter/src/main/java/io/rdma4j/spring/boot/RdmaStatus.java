@@ -51,6 +51,9 @@ public record RdmaStatus(State state, Map<String, Object> details, Throwable fai
                 && TransportConfig.AUTO.equals(transport.config().provider());
         details.put("fallback", fallback);
         details.put("registeredRegions", transport.registeredRegions());
+        details.put("connections", transport.metrics().openConnections());
+        // what peers make this process hold (bounded on tcp by tcp.max-buffered-bytes)
+        details.put("bufferedBytes", transport.metrics().bufferedBytes());
         if (template != null) {
             details.put("publishedRegions", template.publishedNames());
         }

@@ -288,6 +288,7 @@ class RdmaAutoConfigurationTest {
             HealthOnEitherLine health = HealthOnEitherLine.of(context);
             assertThat(health.status()).isEqualTo("UP");
             assertThat(health.details()).containsEntry("provider", "tcp").containsEntry("fallback", true)
+                    .containsEntry("connections", 0L).containsEntry("bufferedBytes", 0L)
                     .doesNotContainKey("error");
         });
     }
