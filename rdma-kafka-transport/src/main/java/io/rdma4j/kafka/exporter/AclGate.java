@@ -191,9 +191,24 @@ final class AclGate implements AutoCloseable {
                 + "Kafka meanwhile");
     }
 
-    /** The authorizer, null unless ACLs are or may be checked; for the exporter's counters. */
-    TopicReadAuthorizer authorizer() {
-        return authorizer;
+    /** Connections that proved a delegation token; 0 where ACLs are never checked. */
+    long authenticated() {
+        return authorizer == null ? 0 : authorizer.authenticated();
+    }
+
+    /** Token proofs refused. */
+    long rejectedProofs() {
+        return authorizer == null ? 0 : authorizer.rejectedProofs();
+    }
+
+    /** Times the cluster's delegation tokens were described. */
+    long tokenListFetches() {
+        return authorizer == null ? 0 : authorizer.tokenListFetches();
+    }
+
+    /** Requests refused because the requester may not READ the topic. */
+    long refusals() {
+        return authorizer == null ? 0 : authorizer.refusals();
     }
 
     /** Asks the cluster until it answered, and lets the authorizer forget closed connections and idle clients. */

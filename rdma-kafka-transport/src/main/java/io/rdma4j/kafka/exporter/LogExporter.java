@@ -200,22 +200,22 @@ public final class LogExporter implements AutoCloseable {
 
     /** Consumer connections that proved a delegation token ({@code rdma.exporter.acls=true}; 0 otherwise). */
     public long authenticatedConnections() {
-        return acls.authorizer() == null ? 0 : acls.authorizer().authenticated();
+        return acls.authenticated();
     }
 
     /** Delegation token proofs refused: no such live token, a wrong proof, or no challenge asked. */
     public long rejectedTokenProofs() {
-        return acls.authorizer() == null ? 0 : acls.authorizer().rejectedProofs();
+        return acls.rejectedProofs();
     }
 
     /** Times the exporter described the cluster's delegation tokens for proofs and ACL checks (at most ten a second). */
     public long delegationTokenLookups() {
-        return acls.authorizer() == null ? 0 : acls.authorizer().tokenListFetches();
+        return acls.tokenListFetches();
     }
 
     /** Directory and aborted-transactions requests refused because the requester may not READ the topic. */
     public long aclRefusals() {
-        return acls.authorizer() == null ? 0 : acls.authorizer().refusals();
+        return acls.refusals();
     }
 
     /** Admin requests per second since start: the broker-side cost of the watermark freshness. */
