@@ -132,10 +132,6 @@ public final class TcpFrameCodec {
     }
 
     /**
-     * Decodes and validates a header from exactly {@link #HEADER_SIZE} bytes: known type, zero reserved
-     * bits, and a payload length allowed for the type (so the caller may allocate it).
-     */
-    /**
      * Whether {@code in} holds a whole frame from its position on: a header and the payload it announces. Nothing
      * is validated (the header is decoded when the frame is read); a negative length reads as not whole.
      */
@@ -148,6 +144,10 @@ public final class TcpFrameCodec {
         return payload >= 0 && n - HEADER_SIZE >= payload;
     }
 
+    /**
+     * Decodes and validates a header from exactly {@link #HEADER_SIZE} bytes: known type, zero reserved
+     * bits, and a payload length allowed for the type (so the caller may allocate it).
+     */
     public static Header decodeHeader(ByteBuffer in, int maxMessageSize) {
         byte type = in.get();
         int flags = in.get();

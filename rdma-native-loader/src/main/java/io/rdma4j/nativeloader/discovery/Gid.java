@@ -39,7 +39,6 @@ public record Gid(int index, byte[] bytes, GidType type, Optional<String> netdev
         return bytes.clone();
     }
 
-    /** All-zero entries are unused slots of the table. */
     /** Whether a GID as sysfs prints it ({@code 0000:0000:...}) is all zeros: an empty table entry. */
     public static boolean isZero(String sysfs) {
         for (int i = 0; i < sysfs.length(); i++) {

@@ -20,6 +20,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.test.KafkaClusterTestKit;
 import org.apache.kafka.common.test.TestKitNodes;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -46,7 +48,9 @@ public final class KafkaRdmaDemo {
 
     @SuppressWarnings("try") // KafkaClusterTestKit.close() declares Exception; main passes everything on
     public static void main(String[] args) throws Exception {
-        // `--exit` (passed by the demo profile) needs no handling: this demo always ends after its check.
+        // `--exit` (the demo profile's default) ends after the check; -Ddemo.arg=keep-running keeps the broker for
+        // trying the exporter jar and a consumer against it.
+        boolean keepRunning = !java.util.Arrays.asList(args).contains("--exit");
         try (KafkaClusterTestKit kafka = startBroker()) {
             String bootstrap = kafka.bootstrapServers();
             String logDirs = String.join(",", kafka.nodes().brokerNodes().values().iterator().next().logDataDirectories());
@@ -69,8 +73,23 @@ public final class KafkaRdmaDemo {
                     System.exit(1);
                 }
             }
+            if (keepRunning) {
+                keepServing(bootstrap, logDirs);
+            }
         }
         System.out.println("[kafka-demo] OK");
+    }
+
+    /** Keeps the broker (and its 20,000 records) until Ctrl-C, saying how to run the exporter and a consumer on it. */
+    private static void keepServing(String bootstrap, String logDirs) throws InterruptedException {
+        System.out.println("[kafka-demo] broker kept running (Ctrl-C to stop), topic " + TOPIC + " with " + RECORDS + " records. Try:");
+        System.out.println("  ./mvnw -B -q -pl rdma-kafka-transport -am package -DskipTests   # once, in another terminal: the exporter jar");
+        System.out.println("  java --enable-native-access=ALL-UNNAMED -jar rdma-kafka-transport/target/rdma-kafka-transport-0.1.0-SNAPSHOT-exporter.jar \\");
+        System.out.println("    rdma.exporter.log.dirs=" + logDirs + " rdma.exporter.bootstrap.servers=" + bootstrap
+                + " rdma.exporter.listen.address=127.0.0.1:9299");
+        System.out.println("  and a consumer with bootstrap.servers=" + bootstrap + ", rdma.fetch.enabled=true,"
+                + " rdma.exporter.address=127.0.0.1:9299, auto.offset.reset=earliest");
+        Thread.currentThread().join();
     }
 
     private static KafkaClusterTestKit startBroker() throws Exception {
@@ -80,7 +99,14 @@ public final class KafkaRdmaDemo {
                 .setConfigProp("offsets.topic.num.partitions", "1")
                 .setConfigProp("group.initial.rebalance.delay.ms", "0")
                 .build();
-        kit.format();
+        // Formatting prints the whole bootstrap metadata to System.out: not what a reader of the demo needs.
+        java.io.PrintStream out = System.out;
+        System.setOut(new java.io.PrintStream(java.io.OutputStream.nullOutputStream()));
+        try {
+            kit.format();
+        } finally {
+            System.setOut(out);
+        }
         kit.startup();
         kit.waitForReadyBrokers();
         return kit;
@@ -175,11 +201,29 @@ public final class KafkaRdmaDemo {
                     System.out.println("[kafka-demo] no record was fetched by " + how);
                     failures++;
                 }
+                long fallback = received - rdma.rdmaRecords();
+                String provider = rdma.providerSelection().provider();
+                report(rdma.providerSelection().toString(), String.format("%,d records, %,d KB", received, reads.bytes() / 1000),
+                        ("verbs".equals(provider) ? "RDMA READ" : "emulated READ (" + provider + ")")
+                                + (fallback > 0 ? "; " + fallback + " by Kafka fetch (fallback)" : ""),
+                        failures == 0 ? "OK, offsets and values intact" : "FAILED: " + failures + " mismatches");
             } else {
                 failures++;
             }
         }
         return failures;
+    }
+
+    /** This demo's row of the table that {@code -Pdemo} ends with (samples/demo-summary), when run there. */
+    static void report(String... columns) {
+        String file = System.getProperty("demo.result");
+        if (file != null) {
+            try {
+                Files.writeString(Path.of(file), "kafka-demo\t" + String.join("\t", columns));
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
     }
 
     /** Only verbs does RDMA; the tcp provider emulates the same one-sided READ in software. */

@@ -13,6 +13,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
 
 /**
  * Two Spring Boot applications in one process: a publisher (web + actuator on port 8080, rdma4j
@@ -52,41 +54,58 @@ public final class SpringRegionsDemo {
         }
     }
 
-    public static void main(String[] args) {
+    public static void main(String[] args) throws java.io.IOException {
         SpringApplication publisherApp = new SpringApplication(Publisher.class);
-        ConfigurableApplicationContext publisher = publisherApp.run("--server.address=127.0.0.1", "--server.port=8080",
+        ConfigurableApplicationContext publisher = publisherApp.run("--spring.application.name=publisher",
+                "--server.address=127.0.0.1", "--server.port=8080",
                 "--rdma4j.endpoint.enabled=true", "--rdma4j.endpoint.port=7471",
                 "--management.endpoints.web.exposure.include=health,info,metrics",
                 "--management.endpoint.health.show-details=always");
+        System.out.println("[spring-demo] publisher app: web on 127.0.0.1:8080, region 'demo-dataset' ("
+                + (SIZE >> 20) + " MiB) published on the rdma4j endpoint " + publisher.getBean(RdmaEndpoint.class).localAddress());
         SpringApplication readerApp = new SpringApplication(Reader.class);
         readerApp.setWebApplicationType(WebApplicationType.NONE);
-        try (ConfigurableApplicationContext reader = readerApp.run();
+        String selection;
+        double seconds;
+        try (ConfigurableApplicationContext reader = readerApp.run("--spring.application.name=reader");
              Arena arena = Arena.ofShared()) {
             InetSocketAddress peer = publisher.getBean(RdmaEndpoint.class).localAddress();
+            RdmaTemplate template = reader.getBean(RdmaTemplate.class);
+            selection = template.transport().selection().toString();
+            System.out.println("[spring-demo] reader app: provider " + selection);
             long start = System.nanoTime();
-            MemorySegment copy = reader.getBean(RdmaTemplate.class).read(peer, "demo-dataset", arena);
-            double seconds = (System.nanoTime() - start) / 1e9;
+            MemorySegment copy = template.read(peer, "demo-dataset", arena);
+            seconds = (System.nanoTime() - start) / 1e9;
             MemorySegment expected = arena.allocate(SIZE, 64);
             fill(expected);
             boolean identical = copy.mismatch(expected) == -1;
-            RdmaTemplate template = reader.getBean(RdmaTemplate.class);
-            System.out.println("[spring-demo] provider: " + template.transport().selection());
-            System.out.printf("[spring-demo] read %d MiB region 'demo-dataset' from %s in %.3f s (%.0f MiB/s), bytes identical: %s%n",
-                    SIZE >> 20, peer, seconds, (SIZE >> 20) / seconds, identical);
+            System.out.printf("[spring-demo] reader app: RdmaTemplate.read(%s, \"demo-dataset\") took %.3f s (%.0f MiB/s), bytes identical: %s%n",
+                    peer, seconds, (SIZE >> 20) / seconds, identical);
             if (!identical) {
                 throw new IllegalStateException("the region read differs from what the publisher published");
             }
+            report(selection, (SIZE >> 20) + " MiB region via RdmaTemplate",
+                    "verbs".equals(template.transport().provider()) ? "RDMA READ" : "emulated READ (" + template.transport().provider() + ")",
+                    "OK, bytes identical");
         }
-        System.out.println("[spring-demo] publisher health: " + httpGet("http://127.0.0.1:8080/actuator/health/rdma4j"));
+        System.out.println("[spring-demo] publisher app: GET /actuator/health/rdma4j -> " + httpGet("http://127.0.0.1:8080/actuator/health/rdma4j"));
         if (java.util.Arrays.asList(args).contains("--exit")) {
             publisher.close();
             System.out.println("[spring-demo] OK");
         } else {
-            System.out.println("[spring-demo] publisher running (Ctrl-C to stop):");
+            System.out.println("[spring-demo] publisher app running (Ctrl-C to stop):");
             System.out.println("  curl http://127.0.0.1:8080/actuator/health/rdma4j");
             System.out.println("  curl http://127.0.0.1:8080/actuator/info");
             System.out.println("  curl http://127.0.0.1:8080/actuator/metrics/rdma4j.operations");
             System.out.println("  curl http://127.0.0.1:8080/actuator/metrics/rdma4j.served.bytes");
+        }
+    }
+
+    /** This demo's row of the table that {@code -Pdemo} ends with (samples/demo-summary), when run there. */
+    static void report(String... columns) throws java.io.IOException {
+        String file = System.getProperty("demo.result");
+        if (file != null) {
+            Files.writeString(Path.of(file), "spring-demo\t" + String.join("\t", columns));
         }
     }
 
