@@ -44,7 +44,7 @@ final class ExecutorRuntime implements AutoCloseable {
     private final String host;
     /** Spark's {@code spark.diskStore.subDirectories}, which places map output files under a local directory. */
     final int subDirsPerLocalDir;
-    private final Map<String, RdmaConnection> connections = new ConcurrentHashMap<>();
+    private final PeerConnections connections;
     private final Map<DescribedKey, DescribeMapOutputs.MapOutput> described = new ConcurrentHashMap<>();
 
     private ExecutorRuntime(RdmaShuffleConf conf, RdmaTransport transport, RegisteredBufferPool pool, MapOutputPublisher publisher,
@@ -58,6 +58,7 @@ final class ExecutorRuntime implements AutoCloseable {
         this.registry = registry;
         this.host = host;
         this.subDirsPerLocalDir = subDirsPerLocalDir;
+        this.connections = new PeerConnections(conf.connectionIdleTimeout(), this::connect);
     }
 
     static ExecutorRuntime start(RdmaShuffleConf conf, SparkEnv env, IndexShuffleBlockResolver resolver) {
@@ -104,12 +105,8 @@ final class ExecutorRuntime implements AutoCloseable {
         return listener.localAddress();
     }
 
-    /** A connection to the peer executor's endpoint, opened on first use. */
-    RdmaConnection connection(String peerExecutorId) throws PeerUnreachableException {
-        RdmaConnection existing = connections.get(peerExecutorId);
-        if (existing != null && existing.isOpen()) {
-            return existing;
-        }
+    /** A lease on a connection to the peer executor's endpoint (opened on first use), held until the task ends. */
+    PeerConnections.Lease connection(String peerExecutorId) throws PeerUnreachableException {
         InetSocketAddress address;
         try {
             EndpointRegistry.Location location = registry.lookup(peerExecutorId);
@@ -120,24 +117,25 @@ final class ExecutorRuntime implements AutoCloseable {
         if (address == null) {
             throw new PeerUnreachableException(peerExecutorId, "executor " + peerExecutorId + " has no rdma4j endpoint (its transport did not start)", null);
         }
-        synchronized (connections) {
-            existing = connections.get(peerExecutorId);
-            if (existing != null && existing.isOpen()) {
-                return existing;
-            }
-            try {
-                RdmaConnection c = transport.connect(address).get(conf.transport().connectTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
-                connections.put(peerExecutorId, c);
-                return c;
-            } catch (ExecutionException | TimeoutException e) {
-                registry.forget(peerExecutorId);
-                Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
-                throw new PeerUnreachableException(peerExecutorId, "cannot connect to executor " + peerExecutorId + " at " + address + ": " + cause, cause);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new PeerUnreachableException(peerExecutorId, "interrupted while connecting to executor " + peerExecutorId, e);
-            }
+        return connections.acquire(peerExecutorId, address);
+    }
+
+    private RdmaConnection connect(String peerExecutorId, InetSocketAddress address) throws PeerUnreachableException {
+        try {
+            return transport.connect(address).get(conf.transport().connectTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            registry.forget(peerExecutorId);
+            Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
+            throw new PeerUnreachableException(peerExecutorId, "cannot connect to executor " + peerExecutorId + " at " + address + ": " + cause, cause);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new PeerUnreachableException(peerExecutorId, "interrupted while connecting to executor " + peerExecutorId, e);
         }
+    }
+
+    /** Connections to peers open now (idle ones close after spark.shuffle.rdma.connectionIdleTimeout). */
+    int peerConnections() {
+        return connections.size();
     }
 
     /**
@@ -160,8 +158,7 @@ final class ExecutorRuntime implements AutoCloseable {
 
     /** Drops a broken connection so that the next reader reconnects (or learns the peer is gone). */
     void forget(String peerExecutorId, RdmaConnection connection) {
-        connections.remove(peerExecutorId, connection);
-        connection.close();
+        connections.forget(peerExecutorId, connection);
         registry.forget(peerExecutorId);
     }
 
@@ -200,8 +197,7 @@ final class ExecutorRuntime implements AutoCloseable {
     @Override
     public void close() {
         listener.close();
-        connections.values().forEach(RdmaConnection::close);
-        connections.clear();
+        connections.close();
         publisher.close();
         pool.close();
         transport.close();

@@ -26,12 +26,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.zip.Adler32;
-import java.util.zip.CRC32;
-import java.util.zip.CRC32C;
-import java.util.zip.Checksum;
 
 /**
  * Yields the blocks a reduce task needs as streams over native memory. Local map outputs are read from
@@ -98,6 +96,8 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     private final ArrayDeque<Batch> pending = new ArrayDeque<>();
     private final LinkedBlockingQueue<Arrival> arrivals = new LinkedBlockingQueue<>();
     private final List<SharedBuffer> handedOut = new ArrayList<>();
+    /** The peer connections this task reads from: an idle close waits until the task ends. */
+    private final Queue<PeerConnections.Lease> leases = new ConcurrentLinkedQueue<>();
     /** Reads issued and not yet taken. */
     private int outstanding;
     /** Peers whose planning has not been taken yet. */
@@ -127,8 +127,9 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         for (Tuple2<BlockManagerId, List<Wanted>> group : blocksByAddress) {
             BlockManagerId peer = group._1();
             if (!peer.executorId().equals(runtime.executorId) && !readHostLocal(peer, group._2())) {
-                RdmaConnection connection = runtime.connection(peer.executorId());
-                remotePlans.add(() -> planRemote(peer, connection, group._2()));
+                PeerConnections.Lease lease = runtime.connection(peer.executorId());
+                leases.add(lease);
+                remotePlans.add(() -> planRemote(peer, lease.connection(), group._2()));
             }
         }
         metrics.incFetchWaitTime(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
@@ -501,14 +502,7 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     }
 
     private long checksum(ByteBuffer bytes) {
-        Checksum c = switch (runtime.conf.checksumAlgorithm()) {
-            case "ADLER32" -> new Adler32();
-            case "CRC32" -> new CRC32();
-            case "CRC32C" -> new CRC32C();
-            default -> throw new IllegalArgumentException("unsupported spark.shuffle.checksum.algorithm " + runtime.conf.checksumAlgorithm());
-        };
-        c.update(bytes.duplicate());
-        return c.getValue();
+        return BlockChecksum.of(runtime.conf.checksumAlgorithm(), bytes);
     }
 
     private RuntimeException fetchFailed(BlockManagerId where, Wanted wanted, String message, Throwable cause) {
@@ -522,7 +516,7 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         throw (E) t;
     }
 
-    /** Gives every buffer back; called when the task ends, however it ends. */
+    /** Gives every buffer and peer connection back; called when the task ends, however it ends. */
     void cleanup() {
         List<SharedBuffer> toRelease;
         synchronized (this) {
@@ -531,6 +525,9 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             toRelease = new ArrayList<>(handedOut);
             handedOut.clear();
             ready.clear();
+        }
+        for (PeerConnections.Lease lease; (lease = leases.poll()) != null; ) {
+            lease.close();
         }
         toRelease.forEach(SharedBuffer::abandonBlocks);
         if (hostLocal != null) {

@@ -9,6 +9,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import scala.Tuple2;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -41,6 +42,8 @@ import java.util.regex.Pattern;
  * <tr><td>bufferSlabSize</td><td>4m</td><td>registered slab size of the reducer buffer pool (power of two)</td></tr>
  * <tr><td>bufferPoolMaxBytes</td><td>256m</td><td>registered memory the pool keeps per executor</td></tr>
  * <tr><td>fallback</td><td>spark</td><td>a peer not reachable by RDMA: {@code spark} (Spark's own block transfer) or {@code fail}</td></tr>
+ * <tr><td>connectionIdleTimeout</td><td>spark.shuffle.io.connectionTimeout (spark.network.timeout, 120s)</td><td>a
+ *     connection to a peer executor that no reducer used for this long is closed; the next fetch reconnects</td></tr>
  * <tr><td>registration</td><td>lazy</td><td>{@code lazy}: map outputs are mapped and registered on the first reducer request;
  *     {@code eager}: when the map task commits</td></tr>
  * </table>
@@ -54,19 +57,22 @@ public record RdmaShuffleConf(
         boolean eagerRegistration,
         boolean checksumEnabled,
         String checksumAlgorithm,
-        boolean readHostLocalDisk) {
+        boolean readHostLocalDisk,
+        Duration connectionIdleTimeout) {
 
     public static final String PREFIX = "spark.shuffle.rdma.";
     /** Spark's own in-flight bound, the default of {@code maxBytesInFlight}. */
     static final String SPARK_MAX_SIZE_IN_FLIGHT = "spark.reducer.maxSizeInFlight";
     /** Spark's switch for reading the map outputs of executors on the same host from their files. */
     public static final String SPARK_READ_HOST_LOCAL_DISK = "spark.shuffle.readHostLocalDisk";
+    /** Spark's idle timeout of its shuffle client's connections, the default of {@code connectionIdleTimeout}. */
+    static final String SPARK_CONNECTION_TIMEOUT = "spark.shuffle.io.connectionTimeout";
 
     /** Every key under {@link #PREFIX}, as users write them. */
     static final List<String> KEYS = List.of(
             "provider", "device", "port", "gidIndex", "interface", "address",
             "connectTimeout", "operationTimeout", "maxOutstandingOperations", "maxMessageSize", "sharedSecret",
-            "maxBytesInFlight", "bufferSlabSize", "bufferPoolMaxBytes", "fallback", "registration",
+            "maxBytesInFlight", "bufferSlabSize", "bufferPoolMaxBytes", "fallback", "registration", "connectionIdleTimeout",
             "tcp.chunkSize", "tcp.maxRequestBytes", "tcp.regionCloseTimeout", "tcp.maxUnsentResponses",
             "tcp.maxUnsentResponseBytes", "tcp.maxInboxBytes", "tcp.maxBufferedBytes", "tcp.maxConnections",
             "tcp.maxConnectionsPerAddress", "tcp.maxHandshakes", "tcp.maxHandshakesPerAddress",
@@ -134,7 +140,8 @@ public record RdmaShuffleConf(
                 conf.getBoolean("spark.shuffle.checksum.enabled", true),
                 conf.get("spark.shuffle.checksum.algorithm", "ADLER32").trim().toUpperCase(Locale.ROOT),
                 // Spark's own switch, with Spark's default: blocks of executors on this host are read from their files.
-                conf.getBoolean(SPARK_READ_HOST_LOCAL_DISK, true) && !conf.getBoolean("spark.shuffle.useOldFetchProtocol", false));
+                conf.getBoolean(SPARK_READ_HOST_LOCAL_DISK, true) && !conf.getBoolean("spark.shuffle.useOldFetchProtocol", false),
+                idleTimeout(conf, options));
     }
 
     /**
@@ -165,6 +172,27 @@ public record RdmaShuffleConf(
                     + String.join(", " + PREFIX, KEYS));
         }
         return options;
+    }
+
+    /**
+     * {@code connectionIdleTimeout}, else Spark's {@code spark.shuffle.io.connectionTimeout}, else
+     * {@code spark.network.timeout} (120s), as Spark reads them: a plain number is seconds.
+     */
+    private static Duration idleTimeout(SparkConf conf, Map<String, String> options) {
+        String key = options.containsKey("connectionIdleTimeout") ? PREFIX + "connectionIdleTimeout"
+                : conf.contains(SPARK_CONNECTION_TIMEOUT) ? SPARK_CONNECTION_TIMEOUT : "spark.network.timeout";
+        String value = options.getOrDefault("connectionIdleTimeout", conf.get(SPARK_CONNECTION_TIMEOUT, conf.get("spark.network.timeout", "120s")));
+        long millis;
+        try {
+            String v = value.trim();
+            millis = v.chars().allMatch(Character::isDigit) && !v.isEmpty() ? JavaUtils.timeStringAsSec(v) * 1000 : JavaUtils.timeStringAsMs(v);
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException(key + " needs a duration like 500ms, 60s or 2min, got '" + value + "'");
+        }
+        if (millis < 1) {
+            throw new IllegalArgumentException(key + " must be positive, got '" + value + "'");
+        }
+        return Duration.ofMillis(millis);
     }
 
     private static long bytes(Map<String, String> options, String key, String fallback) {

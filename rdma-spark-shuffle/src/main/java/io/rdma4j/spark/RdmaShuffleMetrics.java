@@ -36,6 +36,10 @@ final class RdmaShuffleMetrics {
     static final Counter HOST_LOCAL_BLOCKS = new Counter();
     static final Counter MAP_OUTPUTS_REGISTERED = new Counter();
     static final Timer REGISTRATION_TIME = new Timer();
+    /** Connections to peers closed after spark.shuffle.rdma.connectionIdleTimeout unused. */
+    static final Counter IDLE_CONNECTIONS_CLOSED = new Counter();
+    /** Connections opened again to a peer this executor had been connected to. */
+    static final Counter RECONNECTS = new Counter();
     private static final Counter[] FALLBACKS = new Counter[FallbackReason.values().length];
     /** Providers that get a gauge of their own (1 while in use), as a sink carries numbers only. */
     static final String[] PROVIDERS = {"tcp", "verbs"};
@@ -73,7 +77,7 @@ final class RdmaShuffleMetrics {
      * transport, index and checksum reads included), {@code blocksFetched} (blocks handed to Spark from peers by
      * RDMA), {@code hostLocalBlocks} (blocks read from the files of executors on the same host),
      * {@code fallbacks.<reason>}, {@code mapOutputsRegistered}, {@code registrationTime}, {@code connections}
-     * (open), {@code bufferedBytes} (what peers make the executor hold, bounded on tcp by tcp.maxBufferedBytes) and
+     * (open), {@code connections.closedIdle}, {@code connections.reconnects}, {@code bufferedBytes} (what peers make the executor hold, bounded on tcp by tcp.maxBufferedBytes) and
      * {@code provider.<name>} (1 for the provider in use).
      */
     static void registerIn(MetricRegistry registry) {
@@ -87,6 +91,8 @@ final class RdmaShuffleMetrics {
         registry.register("mapOutputsRegistered", MAP_OUTPUTS_REGISTERED);
         registry.register("registrationTime", REGISTRATION_TIME);
         registry.register("connections", transportGauge(TransportMetrics::openConnections));
+        registry.register("connections.closedIdle", IDLE_CONNECTIONS_CLOSED);
+        registry.register("connections.reconnects", RECONNECTS);
         registry.register("bufferedBytes", transportGauge(TransportMetrics::bufferedBytes));
         for (String provider : PROVIDERS) {
             registry.register("provider." + provider, (Gauge<Integer>) () -> {

@@ -11,6 +11,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import scala.Tuple2;
 
+import java.io.IOException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -31,12 +33,17 @@ class RdmaShuffleClusterTest {
     private static SparkSession spark;
     private static ShuffleReadTotals totals;
 
+    private static Path metricsDir;
+
     @BeforeAll
-    static void start() {
-        sc = LocalCluster.start(LocalCluster.rdmaConf("rdma4j-shuffle-test")
+    static void start() throws IOException {
+        metricsDir = PluginCsvMetrics.emptyDirectory(LocalCluster.target().resolve("cluster-test-metrics"));
+        sc = LocalCluster.start(PluginCsvMetrics.enable(LocalCluster.rdmaConf("rdma4j-shuffle-test")
                 // Small slabs so that one test's blocks exceed a slab; small batches so that many reads are in flight.
                 .set("spark.shuffle.rdma.bufferSlabSize", "64k")
-                .set("spark.shuffle.rdma.maxBytesInFlight", "1m"));
+                .set("spark.shuffle.rdma.maxBytesInFlight", "1m")
+                // Peer connections close between the tests' jobs, so the later jobs reconnect.
+                .set("spark.shuffle.rdma.connectionIdleTimeout", "1s"), metricsDir));
         totals = ShuffleReadTotals.attach(sc);
         spark = SparkSession.builder().sparkContext(sc.sc()).getOrCreate();
     }
@@ -67,6 +74,24 @@ class RdmaShuffleClusterTest {
         Thread.sleep(500); // task-end events arrive asynchronously
         assertThat(totals.remoteBlocks() - blocksBefore).as("blocks read from the other executor by RDMA").isPositive();
         assertThat(totals.remoteBytes()).isPositive();
+    }
+
+    @Test
+    void idlePeerConnectionsCloseAndTheNextShuffleReconnects() throws Exception {
+        Map<Integer, Long> expected = new TreeMap<>();
+        for (int i = 0; i < 20_000; i++) {
+            expected.merge(i % 100, 1L, Long::sum);
+        }
+        assertThat(new TreeMap<>(countByRemainder())).isEqualTo(expected);
+        Map<String, Map<String, Long>> metrics = PluginCsvMetrics.awaitPositive(metricsDir, "connections.closedIdle");
+        assertThat(PluginCsvMetrics.sum(metrics, "connections.closedIdle")).as("connections closed after 1 s unused").isPositive();
+        assertThat(new TreeMap<>(countByRemainder())).as("the next shuffle reads through new connections").isEqualTo(expected);
+        metrics = PluginCsvMetrics.awaitPositive(metricsDir, "connections.reconnects");
+        assertThat(PluginCsvMetrics.sum(metrics, "connections.reconnects")).as("reconnects counted").isPositive();
+    }
+
+    private static Map<Integer, Long> countByRemainder() {
+        return sc.parallelize(numbers(20_000), 4).mapToPair(i -> new Tuple2<>(i % 100, 1L)).reduceByKey(Long::sum, 4).collectAsMap();
     }
 
     @Test

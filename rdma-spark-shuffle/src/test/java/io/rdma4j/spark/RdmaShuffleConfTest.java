@@ -89,6 +89,24 @@ class RdmaShuffleConfTest {
     }
 
     @Test
+    void connectionsCloseWhenIdleForSparksConnectionTimeout() {
+        assertThat(RdmaShuffleConf.from(new SparkConf()).connectionIdleTimeout()).as("spark.network.timeout's default")
+                .hasSeconds(120);
+        assertThat(RdmaShuffleConf.from(new SparkConf().set("spark.network.timeout", "300s")).connectionIdleTimeout())
+                .hasSeconds(300);
+        assertThat(RdmaShuffleConf.from(new SparkConf().set("spark.network.timeout", "300s")
+                .set("spark.shuffle.io.connectionTimeout", "90")).connectionIdleTimeout()).as("a plain number is seconds")
+                .hasSeconds(90);
+        assertThat(RdmaShuffleConf.from(new SparkConf().set("spark.shuffle.io.connectionTimeout", "90s")
+                .set(P + "connectionIdleTimeout", "500ms")).connectionIdleTimeout()).as("the rdma key overrides")
+                .hasMillis(500);
+        assertThatThrownBy(() -> RdmaShuffleConf.from(new SparkConf().set(P + "connectionIdleTimeout", "soon")))
+                .hasMessageContaining(P + "connectionIdleTimeout needs a duration");
+        assertThatThrownBy(() -> RdmaShuffleConf.from(new SparkConf().set("spark.shuffle.io.connectionTimeout", "0s")))
+                .hasMessageContaining("spark.shuffle.io.connectionTimeout must be positive");
+    }
+
+    @Test
     void errorsNameTheSparkKeys() {
         assertThatThrownBy(() -> RdmaShuffleConf.from(new SparkConf().set(P + "connectTimeout", "soon")))
                 .hasMessageContaining("'connectTimeout' needs a duration").hasMessageNotContaining("connect-timeout");
