@@ -77,7 +77,9 @@ final class RdmaShuffleMetrics {
      * transport, index and checksum reads included), {@code blocksFetched} (blocks handed to Spark from peers by
      * RDMA), {@code hostLocalBlocks} (blocks read from the files of executors on the same host),
      * {@code fallbacks.<reason>}, {@code mapOutputsRegistered}, {@code registrationTime}, {@code connections}
-     * (open), {@code connections.closedIdle}, {@code connections.reconnects}, {@code bufferedBytes} (what peers make the executor hold, bounded on tcp by tcp.maxBufferedBytes) and
+     * (open), {@code connections.closedIdle}, {@code connections.reconnects}, {@code bufferedBytes} (what peers make
+     * the executor hold, bounded on tcp by tcp.maxBufferedBytes), {@code messageBufferBytes} (memory the provider
+     * registered for its message buffers) and
      * {@code provider.<name>} (1 for the provider in use).
      */
     static void registerIn(MetricRegistry registry) {
@@ -94,6 +96,7 @@ final class RdmaShuffleMetrics {
         registry.register("connections.closedIdle", IDLE_CONNECTIONS_CLOSED);
         registry.register("connections.reconnects", RECONNECTS);
         registry.register("bufferedBytes", transportGauge(TransportMetrics::bufferedBytes));
+        registry.register("messageBufferBytes", transportGauge(TransportMetrics::messageBufferBytes));
         for (String provider : PROVIDERS) {
             registry.register("provider." + provider, (Gauge<Integer>) () -> {
                 RdmaTransport t = transport;

@@ -24,6 +24,7 @@ import java.util.concurrent.TimeUnit;
  * <li>{@code rdma4j.requests.rejected} (counter, peer requests refused as a responder)</li>
  * <li>{@code rdma4j.regions.registered}, {@code rdma4j.regions.registered.bytes}, {@code rdma4j.connections.open} (gauges)</li>
  * <li>{@code rdma4j.buffered.bytes} (gauge, bytes held for peers: unreceived messages, unwritten responses)</li>
+ * <li>{@code rdma4j.message.buffers.bytes} (gauge, memory the provider registered for its message buffers)</li>
  * <li>{@code rdma4j.handshakes.displaced} (counter, sockets closed in their handshake to admit newer ones)</li>
  * </ul>
  */
@@ -69,6 +70,9 @@ public final class MicrometerMetrics implements MeterBinder {
                 .description("Open connections").register(registry);
         Gauge.builder("rdma4j.buffered.bytes", metrics, TransportMetrics::bufferedBytes).tags(tags).baseUnit("bytes")
                 .description("Bytes held for peers: messages not yet received, responses not yet written").register(registry);
+        Gauge.builder("rdma4j.message.buffers.bytes", metrics, TransportMetrics::messageBufferBytes).tags(tags).baseUnit("bytes")
+                .description("Memory the provider registered for its own message buffers, apart from the regions")
+                .register(registry);
         FunctionCounter.builder("rdma4j.handshakes.displaced", metrics, TransportMetrics::displacedHandshakes).tags(tags)
                 .description("Sockets closed in their handshake to admit newer ones").register(registry);
         metrics.addListener((type, bytes, nanos, success) -> {

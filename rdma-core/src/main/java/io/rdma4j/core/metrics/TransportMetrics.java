@@ -32,6 +32,7 @@ public final class TransportMetrics {
     private final AtomicLong openConnections = new AtomicLong();
     private final LongAdder displacedHandshakes = new LongAdder();
     private volatile LongSupplier bufferedBytes = () -> 0;
+    private final AtomicLong messageBufferBytes = new AtomicLong();
     private final List<OperationListener> listeners = new CopyOnWriteArrayList<>();
 
     public TransportMetrics(String provider) {
@@ -117,6 +118,15 @@ public final class TransportMetrics {
         registeredBytes.addAndGet(-bytes);
     }
 
+    /** The provider registered {@code bytes} for its own message buffers (verbs receive and send slots). */
+    public void messageBuffersRegistered(long bytes) {
+        messageBufferBytes.addAndGet(bytes);
+    }
+
+    public void messageBuffersDeregistered(long bytes) {
+        messageBufferBytes.addAndGet(-bytes);
+    }
+
     public void connectionOpened() {
         openConnections.incrementAndGet();
     }
@@ -168,6 +178,15 @@ public final class TransportMetrics {
 
     public long openConnections() {
         return openConnections.get();
+    }
+
+    /**
+     * Bytes the provider registered for its own two-sided message buffers, apart from {@link #registeredBytes()}
+     * (the application's regions and buffer pools); 0 on tcp, which registers nothing. Registered memory is locked:
+     * {@code RLIMIT_MEMLOCK} must hold both.
+     */
+    public long messageBufferBytes() {
+        return messageBufferBytes.get();
     }
 
     public long displacedHandshakes() {

@@ -1,5 +1,6 @@
 package io.rdma4j.core.verbs;
 
+import io.rdma4j.core.metrics.TransportMetrics;
 import io.rdma4j.nativeloader.Completions;
 import io.rdma4j.nativeloader.RdmaCm;
 import io.rdma4j.nativeloader.ReceiveQueue;
@@ -28,6 +29,8 @@ final class QueuePairResources implements AutoCloseable {
     private boolean qpCreated;
     private Verbs.MemoryRegion receiveRegion;
     private Verbs.MemoryRegion sendRegion;
+    private TransportMetrics metrics;
+    private long registeredBytes;
 
     final int slotSize;
     final int receiveSlots;
@@ -49,8 +52,8 @@ final class QueuePairResources implements AutoCloseable {
      * Creates the CQ and queue pair on cm id {@code id}, and the receive and send slots of {@code slotSize}
      * bytes; receive work request ids carry {@code receiveTag}. Nothing is left behind when it fails.
      */
-    static QueuePairResources create(VerbsDevice device, MemorySegment id, int receiveSlots, int sendSlots, int maxSendWr,
-                                     int slotSize, long receiveTag) {
+    static QueuePairResources create(VerbsDevice device, TransportMetrics metrics, MemorySegment id, int receiveSlots,
+                                     int sendSlots, int maxSendWr, int slotSize, long receiveTag) {
         QueuePairResources r = new QueuePairResources(id, receiveSlots, sendSlots, slotSize);
         try {
             r.cq = Verbs.createCompletionQueue(device.context, maxSendWr + receiveSlots, device.completionChannel);
@@ -62,6 +65,9 @@ final class QueuePairResources implements AutoCloseable {
             r.sendBuffer = r.arena.allocate((long) sendSlots * slotSize, 4096);
             r.receiveRegion = VerbsTransport.registerOrExplain(device.pd, r.receiveBuffer, VerbsAccess.IBV_ACCESS_LOCAL_WRITE);
             r.sendRegion = VerbsTransport.registerOrExplain(device.pd, r.sendBuffer, 0);
+            r.registeredBytes = r.receiveBuffer.byteSize() + r.sendBuffer.byteSize();
+            r.metrics = metrics;
+            metrics.messageBuffersRegistered(r.registeredBytes);
             r.sendQueue = new SendQueue(qpOps, r.arena);
             r.receiveQueue = new ReceiveQueue(qpOps, r.arena, r.receiveBuffer, receiveSlots, slotSize,
                     r.receiveRegion.lkey(), receiveTag);
@@ -99,6 +105,10 @@ final class QueuePairResources implements AutoCloseable {
                 LOG.log(System.Logger.Level.WARNING, "ibv_destroy_cq failed: " + rc);
             }
             cq = null;
+        }
+        if (metrics != null) {
+            metrics.messageBuffersDeregistered(registeredBytes);
+            metrics = null;
         }
         if (receiveRegion != null) {
             Verbs.deregisterMemory(receiveRegion);

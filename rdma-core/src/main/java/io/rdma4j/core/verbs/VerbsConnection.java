@@ -79,7 +79,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         int depth = transport.options.receiveDepth();
         int slots = depth + MessageChannel.EXTRA_SLOTS;
         int maxSendWr = transport.config.maxOutstandingOperations() + slots + 8;
-        QueuePairResources r = QueuePairResources.create(transport.device, id, slots, slots, maxSendWr,
+        QueuePairResources r = QueuePairResources.create(transport.device, transport.metrics, id, slots, slots, maxSendWr,
                 MessageChannel.HEADER + transport.config.maxMessageSize(), RECV_BIT);
         lock.lock();
         try {

@@ -30,6 +30,21 @@ class TransportMetricsTest {
     }
 
     @Test
+    void messageBuffersAreCountedApartFromRegions() {
+        TransportMetrics metrics = new TransportMetrics("verbs");
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        new MicrometerMetrics(metrics).bindTo(registry);
+        metrics.regionRegistered(1 << 20);
+        metrics.messageBuffersRegistered(3 << 16);
+        metrics.messageBuffersRegistered(3 << 16);
+        assertThat(metrics.messageBufferBytes()).isEqualTo(6 << 16);
+        assertThat(metrics.registeredBytes()).as("regions only").isEqualTo(1 << 20);
+        assertThat(registry.get("rdma4j.message.buffers.bytes").tag("provider", "verbs").gauge().value()).isEqualTo(6 << 16);
+        metrics.messageBuffersDeregistered(3 << 16);
+        assertThat(registry.get("rdma4j.message.buffers.bytes").gauge().value()).isEqualTo(3 << 16);
+    }
+
+    @Test
     void aFloodOfRejectionsIsCountedInFullAndWarnedAboutAtMostOnceASecond() throws Exception {
         TransportMetrics metrics = new TransportMetrics("tcp");
         RecordingLogger log = new RecordingLogger();

@@ -54,6 +54,7 @@ public record RdmaStatus(State state, Map<String, Object> details, Throwable fai
         details.put("connections", transport.metrics().openConnections());
         // what peers make this process hold (bounded on tcp by tcp.max-buffered-bytes)
         details.put("bufferedBytes", transport.metrics().bufferedBytes());
+        details.put("messageBufferBytes", transport.metrics().messageBufferBytes());
         if (template != null) {
             details.put("publishedRegions", template.publishedNames());
         }

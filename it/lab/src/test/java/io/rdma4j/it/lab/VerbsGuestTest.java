@@ -151,6 +151,33 @@ class VerbsGuestTest {
     }
 
     @Test
+    void messageBuffersAreCountedPerConnectionApartFromRegions() throws Exception {
+        try (Arena arena = Arena.ofShared(); Pair p = Pair.open(device)) {
+            long perConnection = p.client.metrics().messageBufferBytes();
+            assertThat(perConnection).as("the client's message buffers for one connection").isPositive();
+            awaitValue(() -> p.server.metrics().messageBufferBytes(), perConnection, "the server's, same settings");
+            long regions = p.client.metrics().registeredBytes();
+            RegisteredRegion sink = p.client.register(arena.allocate(1 << 16, 64), Access.readSink());
+            assertThat(p.client.metrics().registeredBytes() - regions).as("a region counts as a region").isEqualTo(1 << 16);
+            assertThat(p.client.metrics().messageBufferBytes()).as("and not as a message buffer").isEqualTo(perConnection);
+            RdmaConnection second = p.client.connect(p.listener.localAddress()).get(WAIT, TimeUnit.SECONDS);
+            assertThat(p.client.metrics().messageBufferBytes()).isEqualTo(2 * perConnection);
+            second.close();
+            awaitValue(() -> p.client.metrics().messageBufferBytes(), perConnection, "once the second connection is torn down");
+            sink.close();
+            System.out.println("[" + device.name() + "] message buffers per connection: " + perConnection + " bytes");
+        }
+    }
+
+    private static void awaitValue(java.util.function.LongSupplier value, long expected, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT);
+        while (value.getAsLong() != expected && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertThat(value.getAsLong()).as(what).isEqualTo(expected);
+    }
+
+    @Test
     void peerDeathFailsReadsWithConnectionClosed() throws Exception {
         long size = 16L << 20;
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
