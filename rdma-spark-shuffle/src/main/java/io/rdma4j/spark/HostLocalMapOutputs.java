@@ -23,7 +23,7 @@ import java.util.Map;
  * Reads the committed map outputs of another executor on this host straight from its files, as Spark's own reader
  * does with {@code spark.shuffle.readHostLocalDisk}: each map output's index entries for the wanted partitions, then
  * the data file's byte range they span, mapped read-only (the page cache's pages, no copy). The index entries pass the
- * checks a peer's would ({@link RdmaBlockFetcher#checkIndexEntries}). One instance per reduce task; its arena, which
+ * checks a peer's would ({@link ShuffleIndexFormat#checkEntries}). One instance per reduce task; its arena, which
  * owns every mapping, is closed with the task.
  */
 final class HostLocalMapOutputs implements AutoCloseable {
@@ -55,23 +55,14 @@ final class HostLocalMapOutputs implements AutoCloseable {
             long mapId = map.getKey();
             int min = map.getValue().stream().mapToInt(w -> w.blockId().reduceId()).min().orElseThrow();
             int max = map.getValue().stream().mapToInt(w -> w.blockId().reduceId()).max().orElseThrow();
-            long[] entries = new long[max - min + 2];
+            long[] entries;
             Path index = Path.of(ExecutorDiskUtils.getFilePath(dirs, subDirsPerLocalDir, new ShuffleIndexBlockId(shuffleId, mapId, 0).name()));
             try (FileChannel in = FileChannel.open(index, StandardOpenOption.READ)) {
-                ByteBuffer b = ByteBuffer.allocate(8 * entries.length); // big-endian, as Spark writes index files
-                while (b.hasRemaining()) {
-                    if (in.read(b, 8L * min + b.position()) < 0) {
-                        throw new ProtocolException("index file " + index + " ends before the entries of partition " + max);
-                    }
-                }
-                b.flip();
-                for (int i = 0; i < entries.length; i++) {
-                    entries[i] = b.getLong();
-                }
+                entries = ShuffleIndexFormat.readIndex(in, min, max, index);
             }
             Path data = Path.of(ExecutorDiskUtils.getFilePath(dirs, subDirsPerLocalDir, new ShuffleDataBlockId(shuffleId, mapId, 0).name()));
             try (FileChannel in = FileChannel.open(data, StandardOpenOption.READ)) {
-                RdmaBlockFetcher.checkIndexEntries(entries, in.size());
+                ShuffleIndexFormat.checkEntries(entries, in.size());
                 long start = entries[0];
                 long end = entries[entries.length - 1];
                 if (end == start) {

@@ -16,9 +16,7 @@ import scala.Tuple2;
 
 import java.io.InputStream;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -45,9 +43,6 @@ import java.util.concurrent.TimeUnit;
  */
 final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
 
-    /** The largest block handed to Spark: one ByteBuffer (Spark's own limit for blocks fetched to memory). */
-    static final long MAX_BLOCK_BYTES = Integer.MAX_VALUE - 512;
-    private static final ValueLayout.OfLong BIG_ENDIAN_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final long NO_CHECKSUM = Long.MIN_VALUE;
 
     /** One block as Spark asked for it. */
@@ -185,14 +180,14 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             }
             for (Wanted w : blocks) {
                 int reduceId = w.blockId().reduceId();
-                long offset = p.index().get(BIG_ENDIAN_LONG, 8L * reduceId);
-                long length = p.index().get(BIG_ENDIAN_LONG, 8L * (reduceId + 1)) - offset;
+                long offset = ShuffleIndexFormat.entry(p.index(), ShuffleIndexFormat.entryOffset(reduceId), 0);
+                long length = ShuffleIndexFormat.entry(p.index(), ShuffleIndexFormat.entryOffset(reduceId), 1) - offset;
                 if (length == 0) {
                     continue;
                 }
                 ByteBuffer bytes = p.data().asSlice(offset, length).asByteBuffer();
                 if (p.checksums() != null) {
-                    verifyOrFail(self, w, bytes, p.checksums().get(BIG_ENDIAN_LONG, 8L * reduceId));
+                    verifyOrFail(self, w, bytes, ShuffleIndexFormat.entry(p.checksums(), ShuffleIndexFormat.entryOffset(reduceId), 0));
                 }
                 ready.add(new Ready(w.blockId(), bytes, null, false));
             }
@@ -216,33 +211,6 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             failure = new PlanFailure(peer, wanted.getFirst(), "planning reads from executor " + peer.executorId() + " failed: " + e, e);
         }
         arrivals.add(new Planned(failure));
-    }
-
-    /**
-     * Checks index entries read from a peer (block offsets into its data file, for consecutive reduce ids) before
-     * they size a buffer: they start at or after 0, never decrease, end within the {@code dataLength} bytes the peer
-     * registered, and no block exceeds what Spark takes in memory ({@link #MAX_BLOCK_BYTES}).
-     *
-     * @throws ProtocolException for entries no Spark index file holds
-     */
-    static void checkIndexEntries(long[] entries, long dataLength) {
-        if (entries[0] < 0) {
-            throw new ProtocolException("index entry " + entries[0] + " is negative");
-        }
-        for (int i = 1; i < entries.length; i++) {
-            if (entries[i] < entries[i - 1]) {
-                throw new ProtocolException("index entries decrease from " + entries[i - 1] + " to " + entries[i]);
-            }
-            long length = entries[i] - entries[i - 1]; // both at least 0: no overflow
-            if (length > MAX_BLOCK_BYTES) {
-                throw new ProtocolException("index entries give a block of " + length + " bytes, more than the "
-                        + MAX_BLOCK_BYTES + " a block may have");
-            }
-        }
-        if (entries[entries.length - 1] > dataLength) {
-            throw new ProtocolException("index entry " + entries[entries.length - 1] + " is beyond the data file's "
-                    + dataLength + " bytes");
-        }
     }
 
     private List<Batch> batchesFrom(BlockManagerId peer, RdmaConnection connection, List<Wanted> wanted) throws PlanningFailed {
@@ -272,11 +240,11 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             int min = blocks.stream().mapToInt(w -> w.blockId().reduceId()).min().orElseThrow();
             int max = blocks.stream().mapToInt(w -> w.blockId().reduceId()).max().orElseThrow();
             long indexAt = metaBytes;
-            metaBytes += 8L * (max - min + 2);
+            metaBytes += ShuffleIndexFormat.indexBytes(min, max);
             long checksumAt = -1;
             if (output.checksums() != null) {
                 checksumAt = metaBytes;
-                metaBytes += 8L * (max - min + 1);
+                metaBytes += ShuffleIndexFormat.checksumBytes(min, max);
             }
             metas.add(new Meta(blocks, output, min, max, indexAt, checksumAt));
         }
@@ -288,9 +256,12 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         try (PooledBuffer metaBuffer = runtime.pool.acquire(metaBytes)) {
             MemorySegment sink = metaBuffer.segment();
             for (Meta m : metas) {
-                metaReads.add(new ReadRequest(m.output().index(), 8L * m.minReduce(), sink.asSlice(m.indexAt(), 8L * (m.maxReduce() - m.minReduce() + 2))));
+                long from = ShuffleIndexFormat.entryOffset(m.minReduce());
+                metaReads.add(new ReadRequest(m.output().index(), from,
+                        sink.asSlice(m.indexAt(), ShuffleIndexFormat.indexBytes(m.minReduce(), m.maxReduce()))));
                 if (m.checksumAt() >= 0) {
-                    metaReads.add(new ReadRequest(m.output().checksums(), 8L * m.minReduce(), sink.asSlice(m.checksumAt(), 8L * (m.maxReduce() - m.minReduce() + 1))));
+                    metaReads.add(new ReadRequest(m.output().checksums(), from,
+                            sink.asSlice(m.checksumAt(), ShuffleIndexFormat.checksumBytes(m.minReduce(), m.maxReduce()))));
                 }
             }
             try {
@@ -304,12 +275,9 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
                         "one-sided read of map output index entries from executor " + peerId + " failed: " + e, e));
             }
             for (Meta m : metas) {
-                long[] entries = new long[m.maxReduce() - m.minReduce() + 2];
-                for (int i = 0; i < entries.length; i++) {
-                    entries[i] = sink.get(BIG_ENDIAN_LONG, m.indexAt() + 8L * i);
-                }
+                long[] entries = ShuffleIndexFormat.entries(sink, m.indexAt(), m.maxReduce() - m.minReduce() + 2);
                 try {
-                    checkIndexEntries(entries, m.output().data().length());
+                    ShuffleIndexFormat.checkEntries(entries, m.output().data().length());
                 } catch (ProtocolException e) {
                     runtime.forget(peerId, connection);
                     throw new PlanningFailed(new PlanFailure(peer, m.blocks().getFirst(), "executor " + peerId
@@ -326,7 +294,7 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
                     if (len == 0) {
                         continue;
                     }
-                    long checksum = m.checksumAt() >= 0 ? sink.get(BIG_ENDIAN_LONG, m.checksumAt() + 8L * r) : NO_CHECKSUM;
+                    long checksum = m.checksumAt() >= 0 ? ShuffleIndexFormat.entry(sink, m.checksumAt(), r) : NO_CHECKSUM;
                     ids.add(w.blockId());
                     parts.add(new long[] {off - start, len, checksum});
                 }

@@ -70,18 +70,18 @@ class PeerSuppliedNumbersTest {
 
     @Test
     void indexEntriesThatWouldSizeABufferWrongAreRefused() {
-        RdmaBlockFetcher.checkIndexEntries(new long[] {0, 10, 10, 25}, 25);
-        RdmaBlockFetcher.checkIndexEntries(new long[] {100, 200}, 1000);
-        assertThatThrownBy(() -> RdmaBlockFetcher.checkIndexEntries(new long[] {-8, 10}, 100))
+        ShuffleIndexFormat.checkEntries(new long[] {0, 10, 10, 25}, 25);
+        ShuffleIndexFormat.checkEntries(new long[] {100, 200}, 1000);
+        assertThatThrownBy(() -> ShuffleIndexFormat.checkEntries(new long[] {-8, 10}, 100))
                 .isInstanceOf(ProtocolException.class).hasMessageContaining("negative");
-        assertThatThrownBy(() -> RdmaBlockFetcher.checkIndexEntries(new long[] {0, 50, 40}, 100))
+        assertThatThrownBy(() -> ShuffleIndexFormat.checkEntries(new long[] {0, 50, 40}, 100))
                 .isInstanceOf(ProtocolException.class).hasMessageContaining("decrease from 50 to 40");
-        assertThatThrownBy(() -> RdmaBlockFetcher.checkIndexEntries(new long[] {0, 101}, 100))
+        assertThatThrownBy(() -> ShuffleIndexFormat.checkEntries(new long[] {0, 101}, 100))
                 .isInstanceOf(ProtocolException.class).hasMessageContaining("beyond the data file's 100 bytes");
-        assertThatThrownBy(() -> RdmaBlockFetcher.checkIndexEntries(new long[] {0, 1L << 40}, 1L << 41))
+        assertThatThrownBy(() -> ShuffleIndexFormat.checkEntries(new long[] {0, 1L << 40}, 1L << 41))
                 .isInstanceOf(ProtocolException.class).hasMessageContaining("a block may have");
         // a wrap-around that a subtraction alone would miss
-        assertThatThrownBy(() -> RdmaBlockFetcher.checkIndexEntries(new long[] {Long.MAX_VALUE, Long.MIN_VALUE}, 100))
+        assertThatThrownBy(() -> ShuffleIndexFormat.checkEntries(new long[] {Long.MAX_VALUE, Long.MIN_VALUE}, 100))
                 .isInstanceOf(ProtocolException.class);
     }
 
