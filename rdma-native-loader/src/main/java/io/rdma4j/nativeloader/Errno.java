@@ -16,12 +16,23 @@ public final class Errno {
 
     public static final int EPERM = 1;
     public static final int ENOENT = 2;
+    public static final int EINTR = 4;
+    public static final int EIO = 5;
+    public static final int EAGAIN = 11;
     public static final int ENOMEM = 12;
     public static final int EACCES = 13;
+    public static final int EFAULT = 14;
+    public static final int EBUSY = 16;
     public static final int ENODEV = 19;
     public static final int EINVAL = 22;
     public static final int ENOSYS = 38;
     public static final int EOPNOTSUPP = 95;
+    public static final int EADDRINUSE = 98;
+    public static final int EADDRNOTAVAIL = 99;
+    public static final int ENETUNREACH = 101;
+    public static final int ETIMEDOUT = 110;
+    public static final int ECONNREFUSED = 111;
+    public static final int EHOSTUNREACH = 113;
 
     /** Linker option to pass to {@code downcallHandle} so that the handle takes a capture segment first. */
     public static final Linker.Option CAPTURE = Linker.Option.captureCallState("errno");
@@ -31,13 +42,13 @@ public final class Errno {
             STATE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
 
     private static final Map<Integer, String> NAMES = Map.ofEntries(
-            Map.entry(EPERM, "EPERM"), Map.entry(ENOENT, "ENOENT"), Map.entry(4, "EINTR"),
-            Map.entry(5, "EIO"), Map.entry(11, "EAGAIN"), Map.entry(ENOMEM, "ENOMEM"),
-            Map.entry(EACCES, "EACCES"), Map.entry(14, "EFAULT"), Map.entry(16, "EBUSY"),
+            Map.entry(EPERM, "EPERM"), Map.entry(ENOENT, "ENOENT"), Map.entry(EINTR, "EINTR"),
+            Map.entry(EIO, "EIO"), Map.entry(EAGAIN, "EAGAIN"), Map.entry(ENOMEM, "ENOMEM"),
+            Map.entry(EACCES, "EACCES"), Map.entry(EFAULT, "EFAULT"), Map.entry(EBUSY, "EBUSY"),
             Map.entry(ENODEV, "ENODEV"), Map.entry(EINVAL, "EINVAL"), Map.entry(ENOSYS, "ENOSYS"),
-            Map.entry(EOPNOTSUPP, "EOPNOTSUPP"), Map.entry(98, "EADDRINUSE"),
-            Map.entry(99, "EADDRNOTAVAIL"), Map.entry(101, "ENETUNREACH"), Map.entry(110, "ETIMEDOUT"),
-            Map.entry(111, "ECONNREFUSED"), Map.entry(113, "EHOSTUNREACH"));
+            Map.entry(EOPNOTSUPP, "EOPNOTSUPP"), Map.entry(EADDRINUSE, "EADDRINUSE"),
+            Map.entry(EADDRNOTAVAIL, "EADDRNOTAVAIL"), Map.entry(ENETUNREACH, "ENETUNREACH"),
+            Map.entry(ETIMEDOUT, "ETIMEDOUT"), Map.entry(ECONNREFUSED, "ECONNREFUSED"), Map.entry(EHOSTUNREACH, "EHOSTUNREACH"));
 
     private Errno() {
     }

@@ -2,6 +2,7 @@ package io.rdma4j.core.verbs;
 
 import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaException;
+import io.rdma4j.nativeloader.Errno;
 import io.rdma4j.nativeloader.RdmaCm;
 
 import java.lang.foreign.MemorySegment;
@@ -178,7 +179,7 @@ final class MessageChannel {
     private void postReceive(int slot) {
         int rc = resources.receiveQueue.post(slot);
         if (rc != 0) {
-            throw new RdmaException("ibv_post_recv failed: errno " + rc);
+            throw new RdmaException("ibv_post_recv failed: " + Errno.name(rc));
         }
     }
 
@@ -232,7 +233,7 @@ final class MessageChannel {
         if (rc != 0) {
             freeSendSlots.add(slot);
             if (f != null) {
-                f.completeExceptionally(new RdmaException("ibv_post_send of a message failed: errno " + rc));
+                f.completeExceptionally(new RdmaException("ibv_post_send of a message failed: " + Errno.name(rc)));
             }
             return;
         }

@@ -3,6 +3,7 @@ package io.rdma4j.core.verbs;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.spi.ProviderConnection.ProviderRead;
 import io.rdma4j.core.spi.ProviderRegion;
+import io.rdma4j.nativeloader.Errno;
 import io.rdma4j.nativeloader.SendQueue;
 
 import java.lang.foreign.MemorySegment;
@@ -61,7 +62,7 @@ final class OneSidedRequests {
                     ? sendQueue.postRead(wrId, local.address(), length, lkey, remoteAddress, (int) remoteKey)
                     : sendQueue.postWrite(wrId, local.address(), length, lkey, remoteAddress, (int) remoteKey);
             if (rc != 0) {
-                f.completeExceptionally(new RdmaException("ibv_post_send of 1 " + operation + " failed: errno " + rc));
+                f.completeExceptionally(new RdmaException("ibv_post_send of 1 " + operation + " failed: " + Errno.name(rc)));
                 return f;
             }
             posted.add(operation, f, -1);
@@ -114,7 +115,7 @@ final class OneSidedRequests {
             }
             int rc = sendQueue.postChain();
             if (rc != 0) {
-                RdmaException e = new RdmaException("ibv_post_send of " + n + " " + operation + "(s) failed: errno " + rc);
+                RdmaException e = new RdmaException("ibv_post_send of " + n + " " + operation + "(s) failed: " + Errno.name(rc));
                 pending.forEach(f -> f.completeExceptionally(e));
                 return futures;
             }

@@ -141,7 +141,7 @@ final class VerbsTransport implements ProviderTransport {
 
     static RegistrationException registrationFailure(long bytes, int errno) {
         String what = "ibv_reg_mr of " + bytes + " bytes failed: " + Errno.name(errno);
-        if (errno == Errno.ENOMEM || errno == Errno.EPERM || errno == 11 /* EAGAIN */) {
+        if (errno == Errno.ENOMEM || errno == Errno.EPERM || errno == Errno.EAGAIN) {
             String limit = MemlockLimit.current().map(MemlockLimit::toString).orElse("memlock limit unknown");
             return new RegistrationException(what + ": registered memory is pinned and counts against RLIMIT_MEMLOCK ("
                     + limit + "); raise it: `ulimit -l unlimited` in the shell, LimitMEMLOCK=infinity for systemd services, "
