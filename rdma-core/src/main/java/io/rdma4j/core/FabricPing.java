@@ -74,7 +74,7 @@ final class FabricPing {
         }
         try (transport; Arena arena = Arena.ofShared()) {
             out.println("rdma4j doctor: ping " + server.getHostString() + ":" + server.getPort());
-            out.println("this side:   " + FabricWire.hostName() + ", " + transport.selection());
+            out.println("this side:   " + FabricWire.hostName() + ", " + transport.selection().withoutDoctorHint());
             RdmaConnection connection = connect(transport, server);
             Map<String, String> hello = hello(transport, connection, server);
             out.println("server side: " + hello.get("host") + ", " + hello.get("selection"));
@@ -126,7 +126,7 @@ final class FabricPing {
         Map<String, String> mine = new LinkedHashMap<>();
         mine.put("doctor", FabricWire.VERSION);
         mine.put("host", FabricWire.hostName());
-        mine.put("selection", transport.selection().toString());
+        mine.put("selection", transport.selection().withoutDoctorHint().toString());
         try {
             Map<String, String> reply = FabricWire.decode(connection.request(RequestTypes.DOCTOR_HELLO,
                     FabricWire.encode(mine)).get(transport.config().operationTimeout().plusSeconds(5).toMillis(),

@@ -55,7 +55,7 @@ final class FabricServer {
             hello.put("doctor", FabricWire.VERSION);
             hello.put("host", FabricWire.hostName());
             hello.put("provider", transport.provider());
-            hello.put("selection", transport.selection().toString());
+            hello.put("selection", transport.selection().withoutDoctorHint().toString());
             hello.put("region", HexFormat.of().formatHex(region.descriptor().toBytes()));
             listener = transport.listen(address, RequestHandlers.of(RequestTypes.DOCTOR_HELLO,
                     RequestHandler.answering((body, context) -> {
@@ -77,7 +77,7 @@ final class FabricServer {
         InetSocketAddress bound = listener.localAddress();
         String reachAs = bound.getAddress().isAnyLocalAddress() ? FabricWire.hostName() : bound.getAddress().getHostAddress();
         out.println("rdma4j doctor serving on " + bound.getAddress().getHostAddress() + ":" + bound.getPort() + " via "
-                + transport.selection());
+                + transport.selection().withoutDoctorHint());
         out.println("on the other host run: java -jar rdma4j-doctor.jar --ping " + reachAs + ":" + bound.getPort()
                 + " (with the same provider and shared-secret options); stop this one with Ctrl-C");
         out.flush();

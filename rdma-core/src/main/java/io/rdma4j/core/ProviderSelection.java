@@ -19,6 +19,11 @@ public record ProviderSelection(String provider, String reason, String summary) 
         this(provider, reason, reason);
     }
 
+    /** This selection without {@link #DOCTOR_HINT}: for the doctor's own output, which has the details. */
+    public ProviderSelection withoutDoctorHint() {
+        return new ProviderSelection(provider, reason, summary.replace("; " + DOCTOR_HINT, ""));
+    }
+
     /** The short form, e.g. {@code tcp (auto: no RDMA device found; run rdma4j-doctor.jar for details)}. */
     @Override
     public String toString() {

@@ -29,7 +29,9 @@ public interface RdmaConnection extends AutoCloseable {
     /**
      * Reads {@code sink.byteSize()} bytes from {@code remoteOffset} of the remote region into
      * {@code sink}, which must lie inside a region registered with this transport with
-     * {@link Access#LOCAL_WRITE}. Any length is allowed: large reads are split as the provider needs.
+     * {@link Access#LOCAL_WRITE}. Any length is allowed: large reads are split as the provider needs. The sink,
+     * like every local buffer of an operation, must be usable from the transport's threads: a segment of
+     * {@code Arena.ofConfined()} fails the operation with {@link IllegalArgumentException}.
      */
     CompletableFuture<Void> read(RegionDescriptor remote, long remoteOffset, MemorySegment sink);
 

@@ -56,7 +56,9 @@ public interface RdmaTransport extends AutoCloseable {
     /**
      * Registers native memory (from an {@link java.lang.foreign.Arena} or a mapped file). The memory must
      * stay alive until the region is closed. A read-only segment (a file mapped read-only) can only be
-     * registered for {@link Access#REMOTE_READ}.
+     * registered for {@link Access#REMOTE_READ}. The transport's threads access it, so a segment of
+     * {@code Arena.ofConfined()} is refused ({@link IllegalArgumentException}); use {@code Arena.ofShared()},
+     * {@code Arena.ofAuto()} or {@code Arena.global()}.
      */
     RegisteredRegion register(MemorySegment segment, Set<Access> access);
 
@@ -67,7 +69,7 @@ public interface RdmaTransport extends AutoCloseable {
      * before 6.2 pin every region for writing and refuse read-only file mappings (verbs: EFAULT); the
      * transport then maps the file shared and writable instead (the same page cache, zero-copy; needs write
      * permission on the file, or fails with {@link RegistrationException} saying so) and keeps doing so for
-     * later files. Close the region before the arena.
+     * later files. Close the region before the arena, which must not be confined (see {@link #register}).
      */
     RegisteredRegion registerFile(Path file, long length, Arena arena);
 

@@ -115,6 +115,20 @@ class DoctorFabricCheckTest {
     }
 
     @Test
+    void autoSidesDoNotPointToTheDoctorFromTheDoctor() throws Exception {
+        // Where auto falls back to tcp, a transport's summary ends with the hint to run the doctor.
+        Process p = doctor("--serve", "127.0.0.1:0").start();
+        servers.add(p);
+        ServingDoctor server = ServingDoctor.await(p, "127.0.0.1", Duration.ofSeconds(60));
+        Result r = ping(server.port());
+        assertThat(r.code()).as(r.output()).isEqualTo(Doctor.OK);
+        assertThat(r.output()).contains("this side:   ").contains("server side: ").doesNotContain(ProviderSelection.DOCTOR_HINT);
+        assertThat(server.via()).doesNotContain(ProviderSelection.DOCTOR_HINT);
+        assertThat(server.nextLineStartingWith("ping from ", Duration.ofSeconds(10))).isNotNull()
+                .doesNotContain(ProviderSelection.DOCTOR_HINT);
+    }
+
+    @Test
     void wrongOrMissingSecretExitsWithAuthenticationFailed() throws Exception {
         ServingDoctor server = serve("provider=tcp", "shared-secret=" + SECRET);
         Result wrong = ping(server.port(), "provider=tcp", "shared-secret=not-the-fabric-secret-42");

@@ -139,6 +139,7 @@ final class DefaultRdmaTransport implements RdmaTransport {
         if (segment.byteSize() == 0) {
             throw new IllegalArgumentException("cannot register an empty segment");
         }
+        SharedMemory.require(segment, "a segment to register");
         Set<Access> rights = Access.normalize(access);
         if (segment.isReadOnly() && (rights.contains(Access.LOCAL_WRITE) || rights.contains(Access.REMOTE_WRITE))) {
             throw new IllegalArgumentException("a read-only segment can only be registered for REMOTE_READ, not " + rights);
@@ -202,6 +203,7 @@ final class DefaultRdmaTransport implements RdmaTransport {
         if (!segment.isNative()) {
             throw new IllegalArgumentException("local buffers of RDMA operations must be native memory inside a registered region");
         }
+        SharedMemory.require(segment, "the local buffer of an RDMA operation");
         // Callers tend to use one buffer (or one pool slab) over and over: try the last match first.
         DefaultRegion last = lastLocalRegion;
         if (last != null && last.isOpen() && last.contains(segment) && (right == null || last.access().contains(right))) {

@@ -24,10 +24,12 @@ public final class DefaultTransportFactory implements RdmaTransportFactory {
     @Override
     public String doctorReport(TransportConfig config) {
         StringBuilder out = new StringBuilder();
-        DiscoveryReport discovery;
+        // printed once, with the discovery; the lines below leave it out
+        String advice = "";
         try {
-            discovery = DiscoveryReport.forThisHost(VerbsDiscovery.options(config));
+            DiscoveryReport discovery = DiscoveryReport.forThisHost(VerbsDiscovery.options(config));
             out.append(discovery.toText());
+            advice = VerbsDiscovery.advice(discovery);
         } catch (IllegalArgumentException e) {
             out.append("configuration problem: ").append(e.getMessage()).append(System.lineSeparator());
         }
@@ -35,17 +37,22 @@ public final class DefaultTransportFactory implements RdmaTransportFactory {
         for (RdmaProvider p : ProviderRegistry.providers()) {
             var a = p.probe(config);
             out.append("  ").append(p.name()).append(" (auto preference ").append(p.autoPreference()).append("): ")
-                    .append(a.usable() ? "usable: " : "unusable: ").append(a.reason()).append(System.lineSeparator());
-        }
-        try {
-            ProviderSelection s = ProviderRegistry.explain(config);
-            // the details are printed above, once
-            out.append("provider=").append(config.provider()).append(" chooses ").append(s.provider()).append(": ")
-                    .append(s.summary().replace("; " + ProviderSelection.DOCTOR_HINT, "")).append(System.lineSeparator());
-        } catch (RuntimeException e) {
-            out.append("provider=").append(config.provider()).append(" chooses nothing: ").append(e.getMessage())
+                    .append(a.usable() ? "usable: " : "unusable: ").append(without(a.reason(), advice))
                     .append(System.lineSeparator());
         }
+        try {
+            // the doctor is where the hint points
+            ProviderSelection s = ProviderRegistry.explain(config).withoutDoctorHint();
+            out.append("provider=").append(config.provider()).append(" chooses ").append(s.provider()).append(": ")
+                    .append(s.summary()).append(System.lineSeparator());
+        } catch (RuntimeException e) {
+            out.append("provider=").append(config.provider()).append(" chooses nothing: ")
+                    .append(without(e.getMessage(), advice)).append(System.lineSeparator());
+        }
         return out.toString();
+    }
+
+    private static String without(String text, String part) {
+        return part.isEmpty() || text == null ? text : text.replace(part, "");
     }
 }

@@ -76,22 +76,18 @@ public final class VerbsProvider implements RdmaProvider {
         }
         if (natives.verbs().orElseThrow().none()) {
             return new Examination(Availability.unusable("no RDMA device found", "no RDMA devices: " + natives.verbs().get().describe()
-                    + advice(report)), null);
+                    + VerbsDiscovery.advice(report)), null);
         }
         if (!natives.rdmaCm().orElseThrow().available()) {
             return new Examination(Availability.unusable("rdma_cm unavailable", natives.rdmaCm().get().describe()
-                    + ": load it with `modprobe rdma_ucm`" + advice(report)), null);
+                    + ": load it with `modprobe rdma_ucm`" + VerbsDiscovery.advice(report)), null);
         }
         return switch (report.selection()) {
             case SelectionResult.Selection s -> new Examination(Availability.usable(s.device().name() + " port "
                     + s.port().number() + ", " + s.transport(), s.reason()), s);
             case SelectionResult.NoUsableDevice n -> new Examination(Availability.unusable("no usable RDMA port",
-                    n.reason() + advice(report)), null);
+                    n.reason() + VerbsDiscovery.advice(report)), null);
         };
-    }
-
-    private static String advice(DiscoveryReport report) {
-        return report.advice().isEmpty() ? "" : " (advice: " + String.join("; ", report.advice()) + ")";
     }
 
     static DiscoveryOptions options(TransportConfig config) {

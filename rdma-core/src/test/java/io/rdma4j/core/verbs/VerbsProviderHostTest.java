@@ -3,6 +3,7 @@ package io.rdma4j.core.verbs;
 import io.rdma4j.core.Access;
 import io.rdma4j.core.ConnectionClosedException;
 import io.rdma4j.core.Doctor;
+import io.rdma4j.core.ProviderSelection;
 import io.rdma4j.core.ProviderUnavailableException;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTransport;
@@ -13,6 +14,7 @@ import io.rdma4j.core.internal.ProviderRegistry;
 import io.rdma4j.core.spi.Availability;
 import io.rdma4j.nativeloader.Errno;
 import io.rdma4j.nativeloader.bindings.RdmaBindings;
+import io.rdma4j.nativeloader.discovery.DiscoveryReport;
 import io.rdma4j.nativeloader.discovery.KernelModules;
 import io.rdma4j.nativeloader.discovery.SysfsScanner;
 import org.junit.jupiter.api.BeforeAll;
@@ -20,6 +22,8 @@ import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;
 import java.util.EnumSet;
+import java.util.List;
+import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -77,6 +81,19 @@ class VerbsProviderHostTest {
         Availability a = new VerbsProvider().probe(VERBS.toBuilder().localAddress("not-an-ip").build());
         assertThat(a.usable()).isFalse();
         assertThat(a.reason()).contains("'address'").contains("not-an-ip");
+    }
+
+    @Test
+    void doctorPrintsEachAdviceOnceAndDoesNotPointToItself() {
+        for (TransportConfig config : List.of(TransportConfig.defaults(), VERBS)) {
+            String report = Doctor.report(config);
+            List<String> advice = DiscoveryReport.forThisHost(VerbsDiscovery.options(config)).advice();
+            assertThat(advice).as("a host without RDMA devices gets advice").isNotEmpty();
+            for (String line : advice) {
+                assertThat(report.split(Pattern.quote(line), -1)).as("%s in%n%s", line, report).hasSize(2);
+            }
+            assertThat(report).doesNotContain(ProviderSelection.DOCTOR_HINT);
+        }
     }
 
     @Test

@@ -259,11 +259,15 @@ public final class RdmaTemplate implements AutoCloseable {
 
     /**
      * Reads the whole region {@code peer} published under {@code name} into the start of {@code sink}
-     * (native memory at least as large as the region), registering it for the duration of the read.
+     * (native memory at least as large as the region), registering it for the duration of the read. The
+     * transport's threads write into the sink: allocate it from {@code Arena.ofShared()}, {@code Arena.ofAuto()}
+     * or {@code Arena.global()}; a confined one is refused before the peer is asked.
      *
      * @return the number of bytes read (the region's size)
+     * @throws IllegalArgumentException when the sink is confined to one thread, read-only or smaller than the region
      */
     public long read(InetSocketAddress peer, String name, MemorySegment sink) {
+        requireShared(sink, "the sink of a read");
         return read(peer, name, lookup(peer, name), sink);
     }
 

@@ -355,6 +355,20 @@ class RdmaAutoConfigurationTest {
     }
 
     @Test
+    void confinedSinkIsRefusedBeforeThePeerIsAsked() {
+        runner.run(context -> {
+            RdmaTemplate template = context.getBean(RdmaTemplate.class);
+            // Nothing listens there: a lookup would fail with a connection error, not with the advice.
+            java.net.InetSocketAddress nobody = new java.net.InetSocketAddress("127.0.0.1", 1);
+            try (Arena confined = Arena.ofConfined()) {
+                org.assertj.core.api.Assertions.assertThatThrownBy(() -> template.read(nobody, "prices", confined.allocate(64)))
+                        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("confined to one thread")
+                        .hasMessageContaining("Arena.ofShared(), Arena.ofAuto() or Arena.global()");
+            }
+        });
+    }
+
+    @Test
     void regionMethodMayTakeAnArenaThatTheRegionOwns() {
         ArenaRegions.arenas.clear();
         runner.withUserConfiguration(ArenaRegions.class).run(context -> {

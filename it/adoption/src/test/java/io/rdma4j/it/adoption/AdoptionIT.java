@@ -19,8 +19,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Wrapper, on a local repository holding only what this build installed there (invoker:install: rdma4j's artifacts,
  * their parents and dependencies); everything else (Boot's parent, plugins) comes from Maven Central, read through
  * this build's own local repository first so that nothing is downloaded twice. Its test starts the application
- * (the README's application.yml, region and reader), reads the region through the starter, and creates an RDMA Kafka
- * consumer from the README's properties.
+ * (the README's application.yml, region and reader), reads the region through the starter, GETs the actuator's rdma4j
+ * health, info and meter over HTTP, and creates an RDMA Kafka consumer from the README's properties.
  */
 class AdoptionIT {
 
@@ -56,7 +56,7 @@ class AdoptionIT {
         String output = Files.readString(log, StandardCharsets.UTF_8);
         assertThat(finished).as("the project's build finishes within 300 s\n%s", tail(output)).isTrue();
         assertThat(process.exitValue()).as("the project's build succeeds\n%s", tail(output)).isZero();
-        assertThat(output).as("its tests ran").contains("Tests run: 2, Failures: 0, Errors: 0, Skipped: 0")
+        assertThat(output).as("its tests ran").contains("Tests run: 3, Failures: 0, Errors: 0, Skipped: 0")
                 .as("the starter opened a transport").contains("[rdma-app] provider: ")
                 .as("--enable-native-access=ALL-UNNAMED in the JVM options: no FFM warning").doesNotContain("restricted method");
         Path staged = Path.of(System.getProperty("rdma4j.stagingRepo"), "io", "rdma4j", "rdma-spring-boot-starter",

@@ -76,8 +76,9 @@ class ReadmeSnippetsTest {
                 return List.of("README.md:" + firstLine + ": the snippet names " + file + ", which does not exist");
             }
             for (String l : Files.readAllLines(path)) {
-                // The application template's placeholder, as AdoptionIT fills it in.
-                code.add(l.replace("@rdma4j.version@", System.getProperty("rdma4j.version")).strip());
+                // The application template's placeholders, as AdoptionIT fills them in.
+                code.add(l.replace("@rdma4j.version@", System.getProperty("rdma4j.version"))
+                        .replace("@spring-boot.version@", System.getProperty("spring-boot.version")).strip());
             }
         }
         List<String> missing = new ArrayList<>();
