@@ -36,6 +36,9 @@ public final class Doctor {
     /** This host cannot run the configured provider, or cannot listen on the address. */
     public static final int CANNOT_RUN_HERE = 6;
 
+    /** How many verbs connections the report's memlock section sizes for when {@code --connections} is not given. */
+    public static final int DEFAULT_CONNECTIONS = 1024;
+
     /** The port {@code --serve} listens on and {@code --ping} connects to when none is given. */
     public static final int DEFAULT_PORT = 7470;
 
@@ -44,10 +47,11 @@ public final class Doctor {
             "shared-secret", "allow-unauthenticated");
 
     static final String USAGE = """
-            usage: java -jar rdma4j-doctor.jar [key=value ...]
+            usage: java -jar rdma4j-doctor.jar [--connections=N] [key=value ...]
                    java -jar rdma4j-doctor.jar --serve [ADDRESS[:PORT]] [key=value ...]
                    java -jar rdma4j-doctor.jar --ping HOST[:PORT] [--latency-reads=N] [--bandwidth-seconds=S] [key=value ...]
-              without --serve/--ping: this host's RDMA devices, the provider choice and advice
+              without --serve/--ping: this host's RDMA devices, the provider choice and advice, and whether the
+                        memlock limit holds N verbs connections (default %d)
               --serve   publish a test region and answer pings (default 127.0.0.1:%d; for other hosts give this
                         host's address, e.g. the RDMA interface's, and shared-secret=... or tcp.tls=true, or
                         allow-unauthenticated=true); runs until stopped
@@ -57,7 +61,7 @@ public final class Doctor {
                         shared-secret=..., tcp.tls=true, ... (as in the README's configuration table)
             exit codes: 0 ok, 1 unexpected failure, 2 bad arguments, 3 cannot connect, 4 authentication failed,
                         5 reads failed or returned wrong bytes, 6 this host cannot run the provider or listen
-            """.formatted(DEFAULT_PORT);
+            """.formatted(DEFAULT_CONNECTIONS, DEFAULT_PORT);
 
     private Doctor() {
     }
@@ -96,14 +100,14 @@ public final class Doctor {
             return BAD_ARGUMENTS;
         }
         return switch (command.mode()) {
-            case REPORT -> report(config, out);
+            case REPORT -> report(config, command.connections(), out);
             case SERVE -> FabricServer.serve(config, command.target(), out, err);
             case PING -> FabricPing.ping(config, command.target(), command.latencyReads(), command.bandwidthSeconds(), out, err);
         };
     }
 
-    private static int report(TransportConfig config, PrintStream out) {
-        out.print(report(config));
+    private static int report(TransportConfig config, int connections, PrintStream out) {
+        out.print(report(config, connections));
         try {
             RdmaTransport.explain(config);
             return OK;
@@ -114,16 +118,21 @@ public final class Doctor {
         }
     }
 
-    /** The whole report as text. */
+    /** The whole report as text, its memlock section for {@link #DEFAULT_CONNECTIONS} connections. */
     public static String report(TransportConfig config) {
-        return TransportFactoryLoader.factory().doctorReport(config);
+        return report(config, DEFAULT_CONNECTIONS);
+    }
+
+    /** The whole report as text, its memlock section for {@code connections} verbs connections. */
+    public static String report(TransportConfig config, int connections) {
+        return TransportFactoryLoader.factory().doctorReport(config, connections);
     }
 
     enum Mode { REPORT, SERVE, PING }
 
     /** The parsed command line. */
     record Command(Mode mode, String target, Map<String, String> options, int latencyReads, double bandwidthSeconds,
-                   boolean help) {
+                   int connections, boolean help) {
 
         static Command parse(String[] args) {
             Mode mode = Mode.REPORT;
@@ -131,6 +140,7 @@ public final class Doctor {
             Map<String, String> options = new LinkedHashMap<>();
             int latencyReads = 1000;
             double bandwidthSeconds = 2;
+            int connections = DEFAULT_CONNECTIONS;
             boolean help = false;
             for (int i = 0; i < args.length; i++) {
                 String arg = args[i];
@@ -148,6 +158,8 @@ public final class Doctor {
                     }
                 } else if (arg.startsWith("--latency-reads=")) {
                     latencyReads = positive(arg, 1_000_000);
+                } else if (arg.startsWith("--connections=")) {
+                    connections = positive(arg, 1_000_000);
                 } else if (arg.startsWith("--bandwidth-seconds=")) {
                     bandwidthSeconds = seconds(arg);
                 } else if (arg.equals("--help") || arg.equals("-h")) {
@@ -170,7 +182,7 @@ public final class Doctor {
                     options.put(key, arg.substring(eq + 1));
                 }
             }
-            return new Command(mode, target, options, latencyReads, bandwidthSeconds, help);
+            return new Command(mode, target, options, latencyReads, bandwidthSeconds, connections, help);
         }
 
         private static int positive(String arg, int max) {

@@ -14,6 +14,9 @@ public interface RdmaTransportFactory {
     /** What {@link #open(TransportConfig)} would choose here and why, without opening anything. */
     ProviderSelection explain(TransportConfig config);
 
-    /** The doctor's report: this host's RDMA devices, every provider's availability, and the choice. */
-    String doctorReport(TransportConfig config);
+    /**
+     * The doctor's report: this host's RDMA devices, every provider's availability, the choice, and whether the
+     * memlock limit holds {@code connections} verbs connections.
+     */
+    String doctorReport(TransportConfig config, int connections);
 }

@@ -5,7 +5,9 @@ import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RdmaTransportFactory;
 import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.spi.RdmaProvider;
+import io.rdma4j.core.verbs.MessageBufferSizing;
 import io.rdma4j.core.verbs.VerbsDiscovery;
+import io.rdma4j.nativeloader.MemlockLimit;
 import io.rdma4j.nativeloader.discovery.DiscoveryReport;
 
 /** rdma-core's {@link RdmaTransportFactory}, registered in {@code META-INF/services}. */
@@ -22,7 +24,7 @@ public final class DefaultTransportFactory implements RdmaTransportFactory {
     }
 
     @Override
-    public String doctorReport(TransportConfig config) {
+    public String doctorReport(TransportConfig config, int connections) {
         StringBuilder out = new StringBuilder();
         // printed once, with the discovery; the lines below leave it out
         String advice = "";
@@ -48,6 +50,11 @@ public final class DefaultTransportFactory implements RdmaTransportFactory {
         } catch (RuntimeException e) {
             out.append("provider=").append(config.provider()).append(" chooses nothing: ")
                     .append(without(e.getMessage(), advice)).append(System.lineSeparator());
+        }
+        try {
+            out.append(MemlockAdvice.text(MessageBufferSizing.of(config), connections, MemlockLimit.current()));
+        } catch (IllegalArgumentException e) {
+            // a bad verbs option: the provider lines above say so
         }
         return out.toString();
     }

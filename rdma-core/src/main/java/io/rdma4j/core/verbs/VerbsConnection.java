@@ -77,10 +77,10 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
     /** CQ, QP, receive and send slots; receives are posted before the connection can be established. */
     void createResources() {
         int depth = transport.options.receiveDepth();
-        int slots = depth + MessageChannel.EXTRA_SLOTS;
-        int maxSendWr = transport.config.maxOutstandingOperations() + slots + 8;
-        QueuePairResources r = QueuePairResources.create(transport.device, transport.metrics, id, slots, slots, maxSendWr,
-                MessageChannel.HEADER + transport.config.maxMessageSize(), RECV_BIT);
+        MessageBufferSizing sizing = MessageBufferSizing.of(transport.config, transport.options);
+        int maxSendWr = transport.config.maxOutstandingOperations() + sizing.slots() + 8;
+        QueuePairResources r = QueuePairResources.create(transport.device, transport.metrics, id, sizing.slots(),
+                sizing.slots(), maxSendWr, sizing.slotSize(), RECV_BIT);
         lock.lock();
         try {
             resources = r;
