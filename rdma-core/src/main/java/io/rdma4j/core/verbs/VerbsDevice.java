@@ -3,7 +3,7 @@ package io.rdma4j.core.verbs;
 import io.rdma4j.core.ProviderUnavailableException;
 import io.rdma4j.nativeloader.RdmaCm;
 import io.rdma4j.nativeloader.Verbs;
-import io.rdma4j.nativeloader.discovery.RdmaTransport;
+import io.rdma4j.nativeloader.discovery.WireProtocol;
 import io.rdma4j.nativeloader.discovery.SelectionResult;
 
 import java.lang.foreign.MemorySegment;
@@ -79,7 +79,7 @@ final class VerbsDevice implements AutoCloseable {
             long maxOperationLength = Math.min(maxMessage == 0 ? MAX_OPERATION_LENGTH_CAP : maxMessage, MAX_OPERATION_LENGTH_CAP);
             int readDepth = Math.max(1, Math.min(MAX_READ_DEPTH, Verbs.maxReadDepth(context)));
             return new VerbsDevice(eventChannel, anchorId, context, pd, completionChannel,
-                    selection.transport() == RdmaTransport.IWARP, maxOperationLength, readDepth);
+                    selection.transport() == WireProtocol.IWARP, maxOperationLength, readDepth);
         } catch (RuntimeException e) {
             for (int i = undo.size() - 1; i >= 0; i--) {
                 undo.get(i).run();

@@ -78,7 +78,7 @@ public final class DeviceSelector {
         if (!p.active()) {
             return Outcome.reject(p.state() + " (physical state " + p.physState() + ")");
         }
-        Optional<RdmaTransport> transport = d.transport(p);
+        Optional<WireProtocol> transport = d.transport(p);
         if (transport.isEmpty()) {
             return Outcome.reject("link layer unspecified, transport unknown");
         }
@@ -87,7 +87,7 @@ public final class DeviceSelector {
             return Outcome.reject("not on interface " + iface.get() + " (net devices: "
                     + (d.netdevs().isEmpty() ? "none" : String.join(", ", d.netdevs())) + ")");
         }
-        boolean roce = transport.get() == RdmaTransport.ROCE_V1 || transport.get() == RdmaTransport.ROCE_V2;
+        boolean roce = transport.get() == WireProtocol.ROCE_V1 || transport.get() == WireProtocol.ROCE_V2;
         if (p.gids().isEmpty()) {
             return Outcome.reject("empty GID table" + (roce ? " (no IP address on its net device?)" : ""));
         }
@@ -108,7 +108,7 @@ public final class DeviceSelector {
                 return Outcome.reject("configured GID index " + index + " " + g.address() + " does not carry address "
                         + options.address().get().getHostAddress());
             }
-            RdmaTransport t = d.transport(p, g).orElseThrow();
+            WireProtocol t = d.transport(p, g).orElseThrow();
             return select(d, p, g, t, label + t + ", GID index " + index + " " + g.address() + " (configured GID index)");
         }
         if (!roce) {
@@ -138,7 +138,7 @@ public final class DeviceSelector {
                     + (address.isPresent() ? " (is the address assigned to the interface?)" : ""));
         }
         Gid g = candidates.getFirst();
-        RdmaTransport t = d.transport(p, g).orElseThrow();
+        WireProtocol t = d.transport(p, g).orElseThrow();
         String why = matchText(iface, address);
         if (why.isEmpty()) {
             why = g.ipv4().isPresent() ? " (IPv4-mapped GID preferred)"
@@ -152,10 +152,10 @@ public final class DeviceSelector {
      * iWARP GID 0 starts with the port's MAC, which pins the port exactly (a two-port NIC lists both net
      * devices under device/net; siw lists none); other ports go by the GID and device net devices.
      */
-    private static boolean onInterface(RdmaDevice d, RdmaPort p, RdmaTransport t, String iface,
+    private static boolean onInterface(RdmaDevice d, RdmaPort p, WireProtocol t, String iface,
                                        SysfsScanner.Snapshot snapshot) {
         String mac = snapshot.netdevMacs().get(iface);
-        if (t == RdmaTransport.IWARP && mac != null) {
+        if (t == WireProtocol.IWARP && mac != null) {
             return macMatches(p, mac);
         }
         return p.netdevs().contains(iface) || (p.netdevs().isEmpty() && d.netdevs().contains(iface));
@@ -175,7 +175,7 @@ public final class DeviceSelector {
         return " matches " + (a.isEmpty() ? i : i.isEmpty() ? a : i + " and " + a);
     }
 
-    private static Outcome select(RdmaDevice d, RdmaPort p, Gid g, RdmaTransport t, String reason) {
+    private static Outcome select(RdmaDevice d, RdmaPort p, Gid g, WireProtocol t, String reason) {
         return new Outcome(new Selection(d, p, g, t, reason), null);
     }
 }

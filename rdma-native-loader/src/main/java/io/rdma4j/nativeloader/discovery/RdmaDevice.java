@@ -29,23 +29,23 @@ public record RdmaDevice(String name, NodeType nodeType, String nodeGuid, boolea
      * How {@code port} carries RDMA: iWARP for RNICs, InfiniBand for an InfiniBand link layer, RoCE v2
      * when the (Ethernet) port has a RoCE v2 GID, RoCE v1 otherwise; empty when it cannot be told.
      */
-    public Optional<RdmaTransport> transport(RdmaPort port) {
+    public Optional<WireProtocol> transport(RdmaPort port) {
         if (nodeType == NodeType.RNIC) {
-            return Optional.of(RdmaTransport.IWARP);
+            return Optional.of(WireProtocol.IWARP);
         }
         return switch (port.linkLayer()) {
-            case INFINIBAND -> Optional.of(RdmaTransport.INFINIBAND);
+            case INFINIBAND -> Optional.of(WireProtocol.INFINIBAND);
             case ETHERNET -> Optional.of(port.gids().stream().anyMatch(g -> g.type() == GidType.ROCE_V2)
-                    ? RdmaTransport.ROCE_V2 : RdmaTransport.ROCE_V1);
+                    ? WireProtocol.ROCE_V2 : WireProtocol.ROCE_V1);
             case UNSPECIFIED -> Optional.empty();
         };
     }
 
     /** The transport a specific GID implies on {@code port}. */
-    public Optional<RdmaTransport> transport(RdmaPort port, Gid gid) {
-        Optional<RdmaTransport> t = transport(port);
-        if (t.isPresent() && (t.get() == RdmaTransport.ROCE_V1 || t.get() == RdmaTransport.ROCE_V2)) {
-            return Optional.of(gid.type() == GidType.ROCE_V2 ? RdmaTransport.ROCE_V2 : RdmaTransport.ROCE_V1);
+    public Optional<WireProtocol> transport(RdmaPort port, Gid gid) {
+        Optional<WireProtocol> t = transport(port);
+        if (t.isPresent() && (t.get() == WireProtocol.ROCE_V1 || t.get() == WireProtocol.ROCE_V2)) {
+            return Optional.of(gid.type() == GidType.ROCE_V2 ? WireProtocol.ROCE_V2 : WireProtocol.ROCE_V1);
         }
         return t;
     }

@@ -13,7 +13,7 @@ public sealed interface SelectionResult permits SelectionResult.Selection, Selec
      *
      * @param reason e.g. "rxe0 port 1: RoCE v2, GID index 1 ::ffff:10.9.9.1 matches interface rdma0"
      */
-    record Selection(RdmaDevice device, RdmaPort port, Gid gid, RdmaTransport transport, String reason)
+    record Selection(RdmaDevice device, RdmaPort port, Gid gid, WireProtocol transport, String reason)
             implements SelectionResult {
 
         public int gidIndex() {

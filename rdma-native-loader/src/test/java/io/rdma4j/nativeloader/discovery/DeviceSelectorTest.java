@@ -33,7 +33,7 @@ class DeviceSelectorTest {
     @Test
     void infiniBandUsesGidZero() {
         Selection s = selected("ib-host", AUTO);
-        assertThat(s.transport()).isEqualTo(RdmaTransport.INFINIBAND);
+        assertThat(s.transport()).isEqualTo(WireProtocol.INFINIBAND);
         assertThat(s.gidIndex()).isZero();
         assertThat(s.reason()).isEqualTo("mlx5_0 port 1: InfiniBand, GID index 0 fe80::b859:9f03:d6:1234 (first active port)");
     }
@@ -42,7 +42,7 @@ class DeviceSelectorTest {
     void roceAutoPrefersV2Ipv4MappedGidOnTheActivePort() {
         Selection s = selected("roce-host", AUTO);
         assertThat(s.device().name()).isEqualTo("mlx5_0");
-        assertThat(s.transport()).isEqualTo(RdmaTransport.ROCE_V2);
+        assertThat(s.transport()).isEqualTo(WireProtocol.ROCE_V2);
         assertThat(s.gidIndex()).isEqualTo(3);
         assertThat(s.reason()).isEqualTo("mlx5_0 port 1: RoCE v2, GID index 3 ::ffff:192.168.10.5 (IPv4-mapped GID preferred)");
     }
@@ -54,7 +54,7 @@ class DeviceSelectorTest {
         assertThat(v4.reason()).endsWith("matches address 192.168.10.5");
         Selection v6 = selected("roce-host", AUTO.withAddress(ip("2001:db8::5")).withInterface("enp1s0f0"));
         assertThat(v6.gidIndex()).isEqualTo(5);
-        assertThat(v6.transport()).isEqualTo(RdmaTransport.ROCE_V2);
+        assertThat(v6.transport()).isEqualTo(WireProtocol.ROCE_V2);
         assertThat(v6.reason()).isEqualTo(
                 "mlx5_0 port 1: RoCE v2, GID index 5 2001:db8::5 matches interface enp1s0f0 and address 2001:db8:0:0:0:0:0:5");
     }
@@ -79,7 +79,7 @@ class DeviceSelectorTest {
     @Test
     void gidIndexOverrideIsHonouredAndDecidesTheRoceVersion() {
         Selection s = selected("roce-host", AUTO.withGidIndex(2));
-        assertThat(s.transport()).isEqualTo(RdmaTransport.ROCE_V1);
+        assertThat(s.transport()).isEqualTo(WireProtocol.ROCE_V1);
         assertThat(s.reason()).isEqualTo("mlx5_0 port 1: RoCE v1, GID index 2 ::ffff:192.168.10.5 (configured GID index)");
         assertThat(none("roce-host", AUTO.withGidIndex(7)).rejected().getFirst())
                 .isEqualTo("mlx5_0 port 1: configured GID index 7 not present (valid: 0, 1, 2, 3, 4, 5)");
@@ -114,7 +114,7 @@ class DeviceSelectorTest {
     @Test
     void iwarpPortIsPinnedByMac() {
         Selection s = selected("iwarp-host", AUTO);
-        assertThat(s.transport()).isEqualTo(RdmaTransport.IWARP);
+        assertThat(s.transport()).isEqualTo(WireProtocol.IWARP);
         assertThat(s.gidIndex()).isZero();
         assertThat(s.reason()).isEqualTo("cxgb4_0 port 1: iWARP, GID index 0 7:433a:5e60:: (first active port)");
         assertThat(selected("iwarp-host", AUTO.withInterface("enp3s0f4")).reason()).endsWith("matches interface enp3s0f4");
@@ -128,7 +128,7 @@ class DeviceSelectorTest {
     void softIwarpWithoutNetdevLinksIsFoundByMac() throws Exception {
         Selection s = selected("siw-host", AUTO.withInterface("rdma1"));
         assertThat(s.device().name()).isEqualTo("siw0");
-        assertThat(s.transport()).isEqualTo(RdmaTransport.IWARP);
+        assertThat(s.transport()).isEqualTo(WireProtocol.IWARP);
         assertThat(none("siw-host", AUTO.withInterface("eth0")).reason()).contains("not on interface eth0");
         assertThat(selected("siw-host", AUTO.withAddress(ip("10.0.0.1"))).reason())
                 .endsWith("(address 10.0.0.1 not checked: iWARP GIDs carry no IP address)");

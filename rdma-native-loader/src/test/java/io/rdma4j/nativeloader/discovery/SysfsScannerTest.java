@@ -25,7 +25,7 @@ class SysfsScannerTest {
         assertThat(p.linkLayer()).isEqualTo(LinkLayer.INFINIBAND);
         assertThat(p.gids()).hasSize(1); // zero slots are skipped
         assertThat(p.gids().getFirst().type()).isEqualTo(GidType.IB_ROCE_V1);
-        assertThat(d.transport(p)).contains(RdmaTransport.INFINIBAND);
+        assertThat(d.transport(p)).contains(WireProtocol.INFINIBAND);
     }
 
     @Test
@@ -40,8 +40,8 @@ class SysfsScannerTest {
                 GidType.IB_ROCE_V1, GidType.ROCE_V2, GidType.IB_ROCE_V1, GidType.ROCE_V2);
         assertThat(p.gid(3).orElseThrow().address()).isEqualTo("::ffff:192.168.10.5");
         assertThat(p.netdevs()).containsExactly("enp1s0f0");
-        assertThat(d.transport(p)).contains(RdmaTransport.ROCE_V2);
-        assertThat(d.transport(p, p.gid(2).orElseThrow())).contains(RdmaTransport.ROCE_V1);
+        assertThat(d.transport(p)).contains(WireProtocol.ROCE_V2);
+        assertThat(d.transport(p, p.gid(2).orElseThrow())).contains(WireProtocol.ROCE_V1);
         RdmaPort down = snap.devices().get(1).port(1).orElseThrow();
         assertThat(down.state()).isEqualTo(PortState.DOWN);
         assertThat(down.physState()).isEqualTo("Disabled");
@@ -55,7 +55,7 @@ class SysfsScannerTest {
         assertThat(d.nodeType()).isEqualTo(NodeType.RNIC);
         assertThat(d.ports()).extracting(RdmaPort::state).containsExactly(PortState.ACTIVE, PortState.DOWN);
         RdmaPort p = d.ports().getFirst();
-        assertThat(d.transport(p)).contains(RdmaTransport.IWARP);
+        assertThat(d.transport(p)).contains(WireProtocol.IWARP);
         assertThat(p.gids().getFirst().type()).isEqualTo(GidType.UNKNOWN); // no gid_attrs on iWARP
         assertThat(d.netdevs()).containsExactly("enp3s0f4", "enp3s0f4d1");
     }
@@ -67,7 +67,7 @@ class SysfsScannerTest {
         assertThat(d.software()).isTrue();
         assertThat(d.netdevs()).containsExactly("rdma0");
         assertThat(d.ports().getFirst().gids()).extracting(Gid::type).containsOnly(GidType.ROCE_V2);
-        assertThat(d.transport(d.ports().getFirst())).contains(RdmaTransport.ROCE_V2);
+        assertThat(d.transport(d.ports().getFirst())).contains(WireProtocol.ROCE_V2);
     }
 
     @Test
@@ -76,7 +76,7 @@ class SysfsScannerTest {
         assertThat(d.name()).isEqualTo("siw0");
         assertThat(d.software()).isTrue();
         assertThat(d.netdevs()).isEmpty();
-        assertThat(d.transport(d.ports().getFirst())).contains(RdmaTransport.IWARP);
+        assertThat(d.transport(d.ports().getFirst())).contains(WireProtocol.IWARP);
     }
 
     @Test
