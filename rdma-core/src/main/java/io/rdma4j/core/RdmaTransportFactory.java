@@ -2,11 +2,16 @@ package io.rdma4j.core;
 
 /**
  * How {@link RdmaTransport#open(TransportConfig)}, {@link RdmaTransport#explain(TransportConfig)} and the
- * {@link Doctor} reach rdma-core's implementation without naming it: found with {@link java.util.ServiceLoader}
+ * {@link io.rdma4j.core.doctor.Doctor} reach rdma-core's implementation without naming it: found with {@link java.util.ServiceLoader}
  * ({@code META-INF/services/io.rdma4j.core.RdmaTransportFactory}), so the API package depends on no
  * implementation package. Applications call {@link RdmaTransport#open(TransportConfig)} instead.
  */
 public interface RdmaTransportFactory {
+
+    /** The implementation on the class path (rdma-core's own), found once. */
+    static RdmaTransportFactory loaded() {
+        return TransportFactoryLoader.factory();
+    }
 
     /** Opens a transport on the provider the config asks for (see {@link RdmaTransport#open(TransportConfig)}). */
     RdmaTransport open(TransportConfig config);

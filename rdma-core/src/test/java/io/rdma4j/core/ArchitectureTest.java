@@ -52,7 +52,7 @@ class ArchitectureTest {
         Map<String, Map<String, Set<String>>> graph = packageGraph(REPOSITORY.resolve("rdma-core/src/main/java"));
         assertThat(graph).as("rdma-core's packages, read from its sources")
                 .containsKeys(API, "io.rdma4j.core.internal", "io.rdma4j.core.spi", "io.rdma4j.core.tcp",
-                        "io.rdma4j.core.verbs", "io.rdma4j.core.metrics");
+                        "io.rdma4j.core.verbs", "io.rdma4j.core.metrics", "io.rdma4j.core.doctor");
         List<String> cycles = describeCycles(graph);
         assertThat(cycles).as("package cycles in rdma-core (an edge names the files that make it): let the API find"
                 + " its implementation through RdmaTransportFactory, and keep providers and SPI off the implementation")

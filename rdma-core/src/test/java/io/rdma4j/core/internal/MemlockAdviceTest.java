@@ -1,6 +1,6 @@
 package io.rdma4j.core.internal;
 
-import io.rdma4j.core.Doctor;
+import io.rdma4j.core.doctor.Doctor;
 import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.verbs.MessageBufferSizing;
 import io.rdma4j.nativeloader.MemlockLimit;

@@ -2,7 +2,7 @@ package io.rdma4j.core.verbs;
 
 import io.rdma4j.core.Access;
 import io.rdma4j.core.ConnectionClosedException;
-import io.rdma4j.core.Doctor;
+import io.rdma4j.core.doctor.Doctor;
 import io.rdma4j.core.ProviderSelection;
 import io.rdma4j.core.ProviderUnavailableException;
 import io.rdma4j.core.RdmaException;

@@ -1,6 +1,6 @@
 package io.rdma4j.it.lab;
 
-import io.rdma4j.core.ServingDoctor;
+import io.rdma4j.core.doctor.ServingDoctor;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -1,4 +1,4 @@
-package io.rdma4j.core;
+package io.rdma4j.core.doctor;
 
 import org.junit.jupiter.api.Test;
 
@@ -53,6 +53,6 @@ class DoctorJarIT {
         assertThat(help.code()).as(help.output()).isZero();
         assertThat(help.output()).startsWith("usage: java -jar rdma4j-doctor.jar");
         Result bad = run(java, "--bogus");
-        assertThat(bad.code()).as("the doctor's own exit code comes through").isEqualTo(Doctor.BAD_ARGUMENTS);
+        assertThat(bad.code()).as("the doctor's own exit code comes through").isEqualTo(ExitCode.BAD_ARGUMENTS);
     }
 }

@@ -1,4 +1,9 @@
-package io.rdma4j.core;
+package io.rdma4j.core.doctor;
+
+import io.rdma4j.core.ProviderUnavailableException;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RdmaTransportFactory;
+import io.rdma4j.core.TransportConfig;
 
 import java.io.PrintStream;
 import java.util.LinkedHashMap;
@@ -17,24 +22,9 @@ import java.util.Set;
  * </pre>
  * The key=value arguments are transport options without prefix ({@code provider}, {@code device}, {@code port},
  * {@code gid-index}, {@code interface}, {@code address}, {@code shared-secret}, timeouts, {@code tcp.*},
- * {@code verbs.*}). The exit codes are the constants below, for scripts.
+ * {@code verbs.*}). The exit codes are {@link ExitCode}'s.
  */
 public final class Doctor {
-
-    /** Everything worked (the report printed; the ping's reads were verified). */
-    public static final int OK = 0;
-    /** An unexpected failure; the message says what happened. */
-    public static final int FAILED = 1;
-    /** The command line is wrong; the usage is printed. */
-    public static final int BAD_ARGUMENTS = 2;
-    /** The server could not be reached: unknown host, refused, timed out, or no doctor server (or another provider) there. */
-    public static final int CANNOT_CONNECT = 3;
-    /** The server and the pinger do not share a secret (or a TLS trust). */
-    public static final int AUTHENTICATION_FAILED = 4;
-    /** Connected, but reads failed or returned other bytes than the server published. */
-    public static final int READS_FAILED = 5;
-    /** This host cannot run the configured provider, or cannot listen on the address. */
-    public static final int CANNOT_RUN_HERE = 6;
 
     /** How many verbs connections the report's memlock section sizes for when {@code --connections} is not given. */
     public static final int DEFAULT_CONNECTIONS = 1024;
@@ -86,18 +76,18 @@ public final class Doctor {
         } catch (IllegalArgumentException e) {
             err.println("rdma4j doctor: " + e.getMessage());
             err.print(USAGE);
-            return BAD_ARGUMENTS;
+            return ExitCode.BAD_ARGUMENTS;
         }
         if (command.help()) {
             out.print(USAGE);
-            return OK;
+            return ExitCode.OK;
         }
         TransportConfig config;
         try {
             config = TransportConfig.fromProperties(command.options(), "");
         } catch (IllegalArgumentException e) {
             err.println("rdma4j doctor: " + e.getMessage());
-            return BAD_ARGUMENTS;
+            return ExitCode.BAD_ARGUMENTS;
         }
         return switch (command.mode()) {
             case REPORT -> report(config, command.connections(), out);
@@ -110,11 +100,11 @@ public final class Doctor {
         out.print(report(config, connections));
         try {
             RdmaTransport.explain(config);
-            return OK;
+            return ExitCode.OK;
         } catch (ProviderUnavailableException e) {
-            return CANNOT_RUN_HERE;
+            return ExitCode.CANNOT_RUN_HERE;
         } catch (IllegalArgumentException e) {
-            return BAD_ARGUMENTS;
+            return ExitCode.BAD_ARGUMENTS;
         }
     }
 
@@ -125,7 +115,7 @@ public final class Doctor {
 
     /** The whole report as text, its memlock section for {@code connections} verbs connections. */
     public static String report(TransportConfig config, int connections) {
-        return TransportFactoryLoader.factory().doctorReport(config, connections);
+        return RdmaTransportFactory.loaded().doctorReport(config, connections);
     }
 
     enum Mode { REPORT, SERVE, PING }

@@ -1,4 +1,18 @@
-package io.rdma4j.core;
+package io.rdma4j.core.doctor;
+
+import io.rdma4j.core.Access;
+import io.rdma4j.core.AuthenticationException;
+import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.ProviderUnavailableException;
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaException;
+import io.rdma4j.core.RdmaTimeoutException;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.RemoteRequestException;
+import io.rdma4j.core.RequestTypes;
+import io.rdma4j.core.TransportConfig;
 
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
@@ -54,12 +68,12 @@ final class FabricPing {
             server = new InetSocketAddress(parsed.getHostString(), parsed.getPort());
         } catch (IllegalArgumentException e) {
             err.println("rdma4j doctor: --ping " + e.getMessage());
-            return Doctor.BAD_ARGUMENTS;
+            return ExitCode.BAD_ARGUMENTS;
         }
         if (server.isUnresolved()) {
             err.println("rdma4j doctor: cannot connect: cannot resolve host '" + server.getHostString()
                     + "': check the name, or give the server's IP address");
-            return Doctor.CANNOT_CONNECT;
+            return ExitCode.CANNOT_CONNECT;
         }
         RdmaTransport transport;
         try {
@@ -67,10 +81,10 @@ final class FabricPing {
         } catch (ProviderUnavailableException e) {
             err.println("rdma4j doctor: cannot open the transport here: " + e.getMessage()
                     + " (run the doctor without --ping for this host's report)");
-            return Doctor.CANNOT_RUN_HERE;
+            return ExitCode.CANNOT_RUN_HERE;
         } catch (IllegalArgumentException e) {
             err.println("rdma4j doctor: " + e.getMessage());
-            return Doctor.BAD_ARGUMENTS;
+            return ExitCode.BAD_ARGUMENTS;
         }
         try (transport; Arena arena = Arena.ofShared()) {
             out.println("rdma4j doctor: ping " + server.getHostString() + ":" + server.getPort());
@@ -86,13 +100,13 @@ final class FabricPing {
             out.println(bandwidth(transport, connection, remote, expected, arena, bandwidthSeconds, kind));
             out.println("OK: " + kind + " works between " + FabricWire.hostName() + " and " + hello.get("host"));
             connection.close();
-            return Doctor.OK;
+            return ExitCode.OK;
         } catch (Failure f) {
             err.println("rdma4j doctor: " + f.getMessage());
             return f.code;
         } catch (RuntimeException e) {
             err.println("rdma4j doctor: unexpected failure: " + e);
-            return Doctor.FAILED;
+            return ExitCode.FAILED;
         }
     }
 
@@ -106,16 +120,16 @@ final class FabricPing {
             throw connectFailure(transport, server, new RdmaTimeoutException("no answer within " + timeout));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new Failure(Doctor.FAILED, "interrupted while connecting");
+            throw new Failure(ExitCode.FAILED, "interrupted while connecting");
         }
     }
 
     private static Failure connectFailure(RdmaTransport transport, InetSocketAddress server, Throwable cause) {
         if (cause instanceof AuthenticationException) {
-            return new Failure(Doctor.AUTHENTICATION_FAILED, "authentication with " + server + " failed: "
+            return new Failure(ExitCode.AUTHENTICATION_FAILED, "authentication with " + server + " failed: "
                     + cause.getMessage());
         }
-        return new Failure(Doctor.CANNOT_CONNECT, "cannot connect to " + server + " with the " + transport.provider()
+        return new Failure(ExitCode.CANNOT_CONNECT, "cannot connect to " + server + " with the " + transport.provider()
                 + " provider: " + cause.getMessage() + ". Check that `java -jar rdma4j-doctor.jar --serve` runs there on"
                 + " this address and port, with the same provider (a verbs server cannot be reached over tcp, nor the"
                 + " reverse), and that no firewall blocks the port");
@@ -133,7 +147,7 @@ final class FabricPing {
                     TimeUnit.MILLISECONDS));
             for (String key : new String[] {"host", "provider", "selection", "region"}) {
                 if (!reply.containsKey(key)) {
-                    throw new Failure(Doctor.CANNOT_CONNECT, server + " answered without '" + key + "': run the same"
+                    throw new Failure(ExitCode.CANNOT_CONNECT, server + " answered without '" + key + "': run the same"
                             + " rdma4j-doctor.jar version on both hosts");
                 }
             }
@@ -141,21 +155,21 @@ final class FabricPing {
         } catch (ExecutionException e) {
             Throwable cause = e.getCause();
             if (cause instanceof AuthenticationException) {
-                throw new Failure(Doctor.AUTHENTICATION_FAILED, "authentication with " + server + " failed: "
+                throw new Failure(ExitCode.AUTHENTICATION_FAILED, "authentication with " + server + " failed: "
                         + cause.getMessage());
             }
             if (cause instanceof RemoteRequestException r && r.status() == RemoteRequestException.Status.UNKNOWN_TYPE) {
-                throw new Failure(Doctor.CANNOT_CONNECT, server + " is an rdma4j listener but not a doctor: point --ping"
+                throw new Failure(ExitCode.CANNOT_CONNECT, server + " is an rdma4j listener but not a doctor: point --ping"
                         + " at `java -jar rdma4j-doctor.jar --serve`");
             }
-            throw new Failure(Doctor.CANNOT_CONNECT, "connected to " + server + " but it did not answer the doctor's"
+            throw new Failure(ExitCode.CANNOT_CONNECT, "connected to " + server + " but it did not answer the doctor's"
                     + " hello: " + cause.getMessage() + (cause instanceof ConnectionClosedException
                     ? " (if the server requires a shared-secret or TLS, give this side the same options)" : ""));
         } catch (TimeoutException e) {
-            throw new Failure(Doctor.CANNOT_CONNECT, server + " did not answer the doctor's hello in time");
+            throw new Failure(ExitCode.CANNOT_CONNECT, server + " did not answer the doctor's hello in time");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new Failure(Doctor.FAILED, "interrupted while waiting for the server's hello");
+            throw new Failure(ExitCode.FAILED, "interrupted while waiting for the server's hello");
         }
     }
 
@@ -167,7 +181,7 @@ final class FabricPing {
             }
             return d;
         } catch (IllegalArgumentException e) {
-            throw new Failure(Doctor.CANNOT_CONNECT, server + " described its test region wrongly (" + e.getMessage()
+            throw new Failure(ExitCode.CANNOT_CONNECT, server + " described its test region wrongly (" + e.getMessage()
                     + "): run the same rdma4j-doctor.jar version on both hosts");
         }
     }
@@ -184,7 +198,7 @@ final class FabricPing {
             try {
                 connection.readAndWait(remote, offset, into);
             } catch (RdmaException e) {
-                throw new Failure(Doctor.READS_FAILED, LATENCY_BYTES + "-byte " + kind + " at offset " + offset
+                throw new Failure(ExitCode.READS_FAILED, LATENCY_BYTES + "-byte " + kind + " at offset " + offset
                         + " failed: " + e);
             }
             long took = System.nanoTime() - start;
@@ -240,21 +254,21 @@ final class FabricPing {
         try {
             read.get(timeout.plusSeconds(5).toMillis(), TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
-            throw new Failure(Doctor.READS_FAILED, (BANDWIDTH_BLOCK >> 10) + " KiB " + kind + " at offset " + offset
+            throw new Failure(ExitCode.READS_FAILED, (BANDWIDTH_BLOCK >> 10) + " KiB " + kind + " at offset " + offset
                     + " failed: " + e.getCause());
         } catch (TimeoutException e) {
-            throw new Failure(Doctor.READS_FAILED, (BANDWIDTH_BLOCK >> 10) + " KiB " + kind + " at offset " + offset
+            throw new Failure(ExitCode.READS_FAILED, (BANDWIDTH_BLOCK >> 10) + " KiB " + kind + " at offset " + offset
                     + " did not complete within " + timeout.plusSeconds(5));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new Failure(Doctor.FAILED, "interrupted while reading");
+            throw new Failure(ExitCode.FAILED, "interrupted while reading");
         }
     }
 
     private static void verify(MemorySegment got, MemorySegment expected, long offset, String kind) throws Failure {
         long at = got.mismatch(expected.asSlice(offset, got.byteSize()));
         if (at >= 0) {
-            throw new Failure(Doctor.READS_FAILED, kind + " of " + got.byteSize() + " bytes at offset " + offset
+            throw new Failure(ExitCode.READS_FAILED, kind + " of " + got.byteSize() + " bytes at offset " + offset
                     + " returned other bytes than the server published (first difference at byte " + (offset + at)
                     + "): the data path corrupts data; check the NIC's firmware and driver, or report it with this output");
         }

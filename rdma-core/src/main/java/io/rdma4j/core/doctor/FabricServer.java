@@ -1,4 +1,16 @@
-package io.rdma4j.core;
+package io.rdma4j.core.doctor;
+
+import io.rdma4j.core.Access;
+import io.rdma4j.core.ProtectedModeException;
+import io.rdma4j.core.ProviderUnavailableException;
+import io.rdma4j.core.RdmaListener;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.RegistrationException;
+import io.rdma4j.core.RequestHandler;
+import io.rdma4j.core.RequestHandlers;
+import io.rdma4j.core.RequestTypes;
+import io.rdma4j.core.TransportConfig;
 
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
@@ -26,13 +38,13 @@ final class FabricServer {
             requested = FabricWire.parse(target == null ? "" : target, fallbackHost);
         } catch (IllegalArgumentException e) {
             err.println("rdma4j doctor: --serve " + e.getMessage());
-            return Doctor.BAD_ARGUMENTS;
+            return ExitCode.BAD_ARGUMENTS;
         }
         InetSocketAddress address = new InetSocketAddress(requested.getHostString(), requested.getPort());
         if (address.isUnresolved()) {
             err.println("rdma4j doctor: cannot resolve '" + requested.getHostString() + "' to listen on: give this host's"
                     + " IP address, e.g. --serve 10.0.0.5:" + Doctor.DEFAULT_PORT);
-            return Doctor.BAD_ARGUMENTS;
+            return ExitCode.BAD_ARGUMENTS;
         }
         RdmaTransport transport;
         try {
@@ -40,10 +52,10 @@ final class FabricServer {
         } catch (ProviderUnavailableException e) {
             err.println("rdma4j doctor: cannot open the transport here: " + e.getMessage()
                     + " (run the doctor without --serve for this host's report)");
-            return Doctor.CANNOT_RUN_HERE;
+            return ExitCode.CANNOT_RUN_HERE;
         } catch (IllegalArgumentException e) {
             err.println("rdma4j doctor: " + e.getMessage());
-            return Doctor.BAD_ARGUMENTS;
+            return ExitCode.BAD_ARGUMENTS;
         }
         Arena arena = Arena.ofShared();
         RdmaListener listener;
@@ -72,7 +84,7 @@ final class FabricServer {
                     : " (is the address this host's and the port free?)"));
             transport.close();
             arena.close();
-            return Doctor.CANNOT_RUN_HERE;
+            return ExitCode.CANNOT_RUN_HERE;
         }
         InetSocketAddress bound = listener.localAddress();
         String reachAs = bound.getAddress().isAnyLocalAddress() ? FabricWire.hostName() : bound.getAddress().getHostAddress();
@@ -93,6 +105,6 @@ final class FabricServer {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        return Doctor.OK;
+        return ExitCode.OK;
     }
 }

@@ -1,4 +1,6 @@
-package io.rdma4j.core;
+package io.rdma4j.core.doctor;
+
+import io.rdma4j.core.ProviderSelection;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -94,7 +96,7 @@ class DoctorFabricCheckTest {
     void pingPrintsBothProvidersAndVerifiedLatencyAndBandwidth() throws Exception {
         ServingDoctor server = serve("provider=tcp");
         Result r = ping(server.port(), "provider=tcp");
-        assertThat(r.code()).as(r.output()).isEqualTo(Doctor.OK);
+        assertThat(r.code()).as(r.output()).isEqualTo(ExitCode.OK);
         String kind = Pattern.quote("one-sided READ emulated over TCP (tcp provider, not RDMA)");
         assertThat(r.output())
                 .contains("this side:   ").contains("server side: ")
@@ -121,7 +123,7 @@ class DoctorFabricCheckTest {
         servers.add(p);
         ServingDoctor server = ServingDoctor.await(p, "127.0.0.1", Duration.ofSeconds(60));
         Result r = ping(server.port());
-        assertThat(r.code()).as(r.output()).isEqualTo(Doctor.OK);
+        assertThat(r.code()).as(r.output()).isEqualTo(ExitCode.OK);
         assertThat(r.output()).contains("this side:   ").contains("server side: ").doesNotContain(ProviderSelection.DOCTOR_HINT);
         assertThat(server.via()).doesNotContain(ProviderSelection.DOCTOR_HINT);
         assertThat(server.nextLineStartingWith("ping from ", Duration.ofSeconds(10))).isNotNull()
@@ -132,40 +134,40 @@ class DoctorFabricCheckTest {
     void wrongOrMissingSecretExitsWithAuthenticationFailed() throws Exception {
         ServingDoctor server = serve("provider=tcp", "shared-secret=" + SECRET);
         Result wrong = ping(server.port(), "provider=tcp", "shared-secret=not-the-fabric-secret-42");
-        assertThat(wrong.code()).as(wrong.output()).isEqualTo(Doctor.AUTHENTICATION_FAILED);
+        assertThat(wrong.code()).as(wrong.output()).isEqualTo(ExitCode.AUTHENTICATION_FAILED);
         assertThat(wrong.output()).contains("authentication with ").contains("configure the same shared-secret");
         Result missing = ping(server.port(), "provider=tcp");
-        assertThat(missing.code()).as(missing.output()).isEqualTo(Doctor.AUTHENTICATION_FAILED);
+        assertThat(missing.code()).as(missing.output()).isEqualTo(ExitCode.AUTHENTICATION_FAILED);
         assertThat(missing.output()).contains("shared secret");
         Result right = ping(server.port(), "provider=tcp", "shared-secret=" + SECRET);
-        assertThat(right.code()).as(right.output()).isEqualTo(Doctor.OK);
+        assertThat(right.code()).as(right.output()).isEqualTo(ExitCode.OK);
     }
 
     @Test
     void serveWithoutAnAddressStaysOnLoopbackAndOffLoopbackNeedsAuthentication() throws Exception {
         ServingDoctor local = serveOn(":0", "127.0.0.1", "provider=tcp");
-        assertThat(ping(local.port(), "provider=tcp").code()).isEqualTo(Doctor.OK);
+        assertThat(ping(local.port(), "provider=tcp").code()).isEqualTo(ExitCode.OK);
 
         Result refused = inProcess("--serve", "0.0.0.0:0", "provider=tcp");
-        assertThat(refused.code()).as(refused.output()).isEqualTo(Doctor.CANNOT_RUN_HERE);
+        assertThat(refused.code()).as(refused.output()).isEqualTo(ExitCode.CANNOT_RUN_HERE);
         assertThat(refused.output()).contains("will not listen on 0.0.0.0").contains("shared-secret")
                 .contains("allow-unauthenticated=true").doesNotContain("is the address this host's");
 
         ServingDoctor everywhere = serveOn("0.0.0.0:0", "0:0:0:0:0:0:0:0", // the JDK binds the wildcard dual-stack
                 "provider=tcp", "shared-secret=" + SECRET);
         Result member = ping(everywhere.port(), "provider=tcp", "shared-secret=" + SECRET);
-        assertThat(member.code()).as(member.output()).isEqualTo(Doctor.OK);
+        assertThat(member.code()).as(member.output()).isEqualTo(ExitCode.OK);
         Result stranger = ping(everywhere.port(), "provider=tcp");
-        assertThat(stranger.code()).as(stranger.output()).isEqualTo(Doctor.AUTHENTICATION_FAILED);
+        assertThat(stranger.code()).as(stranger.output()).isEqualTo(ExitCode.AUTHENTICATION_FAILED);
     }
 
     @Test
     void unreachableServerExitsWithCannotConnect() {
         Result refused = inProcess("--ping", "127.0.0.1:" + closedPort(), "provider=tcp");
-        assertThat(refused.code()).as(refused.output()).isEqualTo(Doctor.CANNOT_CONNECT);
+        assertThat(refused.code()).as(refused.output()).isEqualTo(ExitCode.CANNOT_CONNECT);
         assertThat(refused.output()).contains("cannot connect to ").contains("--serve` runs there");
         Result unknown = inProcess("--ping", "no-such-host.invalid", "provider=tcp");
-        assertThat(unknown.code()).as(unknown.output()).isEqualTo(Doctor.CANNOT_CONNECT);
+        assertThat(unknown.code()).as(unknown.output()).isEqualTo(ExitCode.CANNOT_CONNECT);
         assertThat(unknown.output()).contains("cannot resolve host 'no-such-host.invalid'");
     }
 
@@ -185,7 +187,7 @@ class DoctorFabricCheckTest {
                 new Case(new String[] {"connect-timeout=soon"}, "connect-timeout"));
         for (Case c : cases) {
             Result r = inProcess(c.args());
-            assertThat(r.code()).as(String.join(" ", c.args()) + "\n" + r.output()).isEqualTo(Doctor.BAD_ARGUMENTS);
+            assertThat(r.code()).as(String.join(" ", c.args()) + "\n" + r.output()).isEqualTo(ExitCode.BAD_ARGUMENTS);
             assertThat(r.output()).as(String.join(" ", c.args())).contains(c.says());
         }
     }
@@ -194,20 +196,20 @@ class DoctorFabricCheckTest {
     void providerThatCannotRunHereExitsWithSix() {
         // a device no host has: verbs cannot run, with or without an RDMA NIC
         Result r = inProcess("--ping", "127.0.0.1:" + closedPort(), "provider=verbs", "device=rdma4j-no-such-device0");
-        assertThat(r.code()).as(r.output()).isEqualTo(Doctor.CANNOT_RUN_HERE);
+        assertThat(r.code()).as(r.output()).isEqualTo(ExitCode.CANNOT_RUN_HERE);
         assertThat(r.output()).contains("cannot open the transport here");
         Result report = inProcess("provider=verbs", "device=rdma4j-no-such-device0");
-        assertThat(report.code()).isEqualTo(Doctor.CANNOT_RUN_HERE);
+        assertThat(report.code()).isEqualTo(ExitCode.CANNOT_RUN_HERE);
         assertThat(report.output()).contains("provider=verbs chooses nothing");
     }
 
     @Test
     void reportOnTcpExitsZeroAndHelpPrintsTheExitCodes() {
         Result report = inProcess("provider=tcp", "--exit");
-        assertThat(report.code()).as(report.output()).isEqualTo(Doctor.OK);
+        assertThat(report.code()).as(report.output()).isEqualTo(ExitCode.OK);
         assertThat(report.output()).contains("provider=tcp chooses tcp: configured: software emulation over TCP");
         Result help = inProcess("--help");
-        assertThat(help.code()).isEqualTo(Doctor.OK);
+        assertThat(help.code()).isEqualTo(ExitCode.OK);
         assertThat(help.output()).contains("--serve").contains("--ping")
                 .contains("0 ok, 1 unexpected failure, 2 bad arguments, 3 cannot connect, 4 authentication failed");
     }

@@ -1,4 +1,4 @@
-package io.rdma4j.core;
+package io.rdma4j.core.doctor;
 
 import java.io.BufferedReader;
 import java.io.IOException;
