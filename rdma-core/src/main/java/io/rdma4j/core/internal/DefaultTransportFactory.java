@@ -52,7 +52,8 @@ public final class DefaultTransportFactory implements RdmaTransportFactory {
                     .append(without(e.getMessage(), advice)).append(System.lineSeparator());
         }
         try {
-            out.append(MemlockAdvice.text(MessageBufferSizing.of(config), connections, MemlockLimit.current()));
+            out.append(MemlockAdvice.text(MessageBufferSizing.of(DefaultRdmaTransport.providerConfig(config)),
+                    MessageBufferSizing.of(config).settings(), connections, MemlockLimit.current()));
         } catch (IllegalArgumentException e) {
             // a bad verbs option: the provider lines above say so
         }

@@ -7,7 +7,7 @@ import java.util.Optional;
 
 /**
  * The doctor's memlock section: what a number of verbs connections registers for message buffers at the given
- * settings, and whether this process's {@code RLIMIT_MEMLOCK} holds it. Regions and buffer pools the application
+ * settings ({@code sizing} as the provider sees them, its messages carrying the transport's header), and whether this process's {@code RLIMIT_MEMLOCK} holds it. Regions and buffer pools the application
  * registers come on top, so the section says how much room the limit leaves for them.
  */
 final class MemlockAdvice {
@@ -15,11 +15,11 @@ final class MemlockAdvice {
     private MemlockAdvice() {
     }
 
-    static String text(MessageBufferSizing sizing, int connections, Optional<MemlockLimit> limit) {
+    static String text(MessageBufferSizing sizing, String settings, int connections, Optional<MemlockLimit> limit) {
         long perConnection = sizing.bytesPerConnection();
         long needed = perConnection * connections;
         StringBuilder out = new StringBuilder("memlock: verbs registers ").append(size(perConnection))
-                .append(" of message buffers per connection (").append(sizing.settings()).append("); ")
+                .append(" of message buffers per connection (").append(settings).append("); ")
                 .append(connections).append(connections == 1 ? " connection needs " : " connections need ")
                 .append(size(needed)).append(", plus the regions and pools the application registers")
                 .append(System.lineSeparator());

@@ -28,21 +28,21 @@ class MemlockAdviceTest {
 
     @Test
     void anEightMebibyteLimitHoldsOneDefaultConnectionAndSaysHowToRaiseIt() {
-        String text = MemlockAdvice.text(DEFAULTS, 64, Optional.of(new MemlockLimit(8L << 20, 8L << 20)));
+        String text = MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 64, Optional.of(new MemlockLimit(8L << 20, 8L << 20)));
         assertThat(text).contains("64 connections need").contains("does not allow it").contains("holds 1 connection;")
                 .contains("ulimit -l unlimited").doesNotContain("without root");
-        assertThat(MemlockAdvice.text(DEFAULTS, 64, Optional.of(new MemlockLimit(8L << 20, MemlockLimit.UNLIMITED))))
+        assertThat(MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 64, Optional.of(new MemlockLimit(8L << 20, MemlockLimit.UNLIMITED))))
                 .contains("allows raising it without root");
     }
 
     @Test
     void enoughRoomIsSaidWithWhatIsLeftForRegions() {
         long perConnection = DEFAULTS.bytesPerConnection();
-        String text = MemlockAdvice.text(DEFAULTS, 2, Optional.of(new MemlockLimit(3 * perConnection, 3 * perConnection)));
+        String text = MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 2, Optional.of(new MemlockLimit(3 * perConnection, 3 * perConnection)));
         assertThat(text).contains("this host allows it").contains("leaves " + MemlockAdvice.size(perConnection));
-        assertThat(MemlockAdvice.text(DEFAULTS, 1024, Optional.of(new MemlockLimit(MemlockLimit.UNLIMITED, MemlockLimit.UNLIMITED))))
+        assertThat(MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 1024, Optional.of(new MemlockLimit(MemlockLimit.UNLIMITED, MemlockLimit.UNLIMITED))))
                 .contains("1024 connections need").contains("the limit is unlimited");
-        assertThat(MemlockAdvice.text(DEFAULTS, 1, Optional.empty())).contains("1 connection needs").contains("unknown");
+        assertThat(MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 1, Optional.empty())).contains("1 connection needs").contains("unknown");
     }
 
     @Test
@@ -52,6 +52,13 @@ class MemlockAdviceTest {
         assertThat(MemlockAdvice.size(1024 * DEFAULTS.bytesPerConnection())).isEqualTo("4.5 GiB");
         assertThat(MemlockAdvice.size(8L << 20)).isEqualTo("8 MiB");
         assertThat(MemlockAdvice.size(900)).isEqualTo("900 B");
+    }
+
+    @Test
+    void theDoctorCountsTheTransportsHeaderInEverySlotAsTheProviderDoes() {
+        // measured in the lab: 4,720,320 B per connection at the defaults (VerbsGuestTest), 36 slots of 65,560 B twice
+        MessageBufferSizing provider = MessageBufferSizing.of(DefaultRdmaTransport.providerConfig(TransportConfig.defaults()));
+        assertThat(provider.bytesPerConnection()).isEqualTo(4_720_320);
     }
 
     @Test
