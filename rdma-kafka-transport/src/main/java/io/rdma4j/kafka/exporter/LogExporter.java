@@ -77,6 +77,7 @@ public final class LogExporter implements AutoCloseable {
     private final Admin admin;
     /** Whether a topic is served only to consumers that may READ it ({@code rdma.exporter.acls}). */
     private final AclGate acls;
+    private final ConnectionLog connections;
     private final RdmaListener listener;
     private final ScheduledExecutorService refresher;
     private final Map<TopicPartition, PartitionExport> partitions = new ConcurrentHashMap<>();
@@ -154,11 +155,12 @@ public final class LogExporter implements AutoCloseable {
         adminProps.putIfAbsent(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
         this.admin = Admin.create(adminProps);
         this.acls = new AclGate(config, admin, adminProps);
+        this.connections = new ConnectionLog(acls::principal);
         // Every exporter answers proofs, with whether it checks: consumers that prove a token read only where it does.
         RequestHandlers handlers = RequestHandlers.of(RequestTypes.KAFKA_DIRECTORY, this::answerDirectory)
                 .and(RequestTypes.KAFKA_ABORTED_TRANSACTIONS, this::answerAbortedTransactions)
                 .and(RequestTypes.KAFKA_AUTHENTICATE, acls::authenticate);
-        this.listener = transport.listen(config.listenAddress(), handlers);
+        this.listener = transport.listen(config.listenAddress(), handlers, connections::accepted);
         this.refresher = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "rdma4j-log-exporter");
             t.setDaemon(true);
@@ -303,6 +305,9 @@ public final class LogExporter implements AutoCloseable {
                         long lastStable = stable != null ? stable : before != null ? before.lastStableOffset() : start.get(p.partition());
                         p.publish(h, start.get(p.partition()), lastStable,
                                 leader.getOrDefault(p.partition(), Watermark.UNKNOWN_LEADER));
+                        if (before == null && p.published() != null) {
+                            LOG.info("exporting {} (offsets {} to {})", p.partition(), start.get(p.partition()), h);
+                        }
                     }
                 } catch (IOException e) {
                     // One partition's files (truncated, vanishing) must not hold back the others' watermarks.
@@ -418,6 +423,7 @@ public final class LogExporter implements AutoCloseable {
         }
         try {
             acls.sweep();
+            connections.sweep();
             refresh();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -438,6 +444,7 @@ public final class LogExporter implements AutoCloseable {
 
     private CompletionStage<ByteBuffer> answerDirectory(ByteBuffer message, RequestContext context) {
         directoryRequests.incrementAndGet();
+        connections.directoryRequested(context);
         SegmentDirectory.Request request = SegmentDirectory.Request.fromBytes(message);
         return whenAllowed(context, request.topic(), () -> answer(request), denial -> new SegmentDirectory.Response(
                 SegmentDirectory.Status.NOT_AUTHORIZED, null, -1, java.util.List.of()).toBytes());
