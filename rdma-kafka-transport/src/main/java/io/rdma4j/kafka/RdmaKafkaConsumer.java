@@ -47,9 +47,11 @@ import java.util.regex.Pattern;
  * an internal {@link KafkaConsumer}, so it behaves exactly as one.
  *
  * <p>How poll() divides the work: the partitions RDMA serves are paused in the internal consumer, so it
- * never fetches them; after each RDMA read their position is moved with {@code seek}. A partition RDMA
- * cannot serve (exporter unreachable, offset not exported or below the log start, corrupt batch) is
- * handed back to the normal fetch path for {@code rdma.fetch.fallback.backoff.ms}.
+ * never fetches them. Their positions after RDMA reads are kept in {@link ReadPositions} rather than moved with
+ * {@code seek}, which {@code KafkaConsumer} logs at INFO each time; position(), commits without offsets and
+ * auto-commit ({@link AutoCommit}, taken over from the internal consumer) use them. A partition RDMA cannot serve
+ * (exporter unreachable, offset not exported or below the log start, corrupt batch) is handed back to the normal
+ * fetch path, with one seek, for {@code rdma.fetch.fallback.backoff.ms}.
  *
  * <p>{@code isolation.level=read_committed} is served by RDMA too: records stop at the last stable offset the
  * exporter publishes, and the aborted transactions of each range read are asked of the exporter (which reads the
@@ -81,9 +83,13 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     private final int maxPartitionFetchBytes;
     private final Set<TopicPartition> userPaused = new HashSet<>();
     private final Map<TopicPartition, Long> fallbackUntilNanos = new HashMap<>();
-    /** Partition and reason pairs already logged at INFO: a flapping exporter must not flood the log. */
-    private final Set<Map.Entry<TopicPartition, FallbackReason>> loggedFallbacks = new HashSet<>();
     private final RdmaFetchMetrics rdmaMetrics;
+    private final ReadPositions positions;
+    /** Null unless the application asked for auto-commit (then the internal consumer's is off). */
+    private final AutoCommit autoCommit;
+    private final RdmaReadLog readLog;
+    /** Set once close() has committed: the revocations that closing brings commit nothing more. */
+    private boolean closing;
 
     public RdmaKafkaConsumer(Map<String, Object> configs, Deserializer<K> keyDeserializer, Deserializer<V> valueDeserializer) {
         this.rdmaConfig = RdmaConsumerConfig.from(configs);
@@ -98,7 +104,10 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         boolean readCommitted = "read_committed".equals(String.valueOf(kafka.getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "")).trim().toLowerCase(Locale.ROOT));
         this.maxPollRecords = intValue(kafka, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, ConsumerConfig.DEFAULT_MAX_POLL_RECORDS);
         this.maxPartitionFetchBytes = intValue(kafka, ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, ConsumerConfig.DEFAULT_MAX_PARTITION_FETCH_BYTES);
+        boolean ownAutoCommit = rdmaConfig.enabled() && AutoCommit.takeOver(kafka);
         this.delegate = new KafkaConsumer<>(kafka, this.keyDeserializer, this.valueDeserializer);
+        this.positions = new ReadPositions(delegate);
+        this.autoCommit = ownAutoCommit ? AutoCommit.of(delegate, positions::consumed, kafka) : null;
         this.rdmaMetrics = new RdmaFetchMetrics(clientId(delegate));
         RdmaTransport t = null;
         RdmaFetcher f = null;
@@ -122,6 +131,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         }
         this.transport = t;
         this.fetcher = f;
+        this.readLog = new RdmaReadLog(t == null ? "" : t.selection().provider());
     }
 
     /** The transport's counters (READ ops and bytes prove RDMA reads happened); null when RDMA is off. */
@@ -175,6 +185,9 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         boolean first = true;
         while (true) {
             syncPauses();
+            if (autoCommit != null) {
+                autoCommit.beforePoll();
+            }
             Duration wait = first ? Duration.ZERO : Duration.ofNanos(Math.max(0, Math.min(rdmaConfig.pollInterval().toNanos(), deadline - System.nanoTime())));
             if (fetcher == null) {
                 wait = timeout; // No RDMA: exactly a KafkaConsumer.
@@ -203,7 +216,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                 if (merged.containsKey(tp)) {
                     continue;
                 }
-                long position = delegate.position(tp);
+                long position = positions.position(tp);
                 RdmaFetcher.Result result;
                 try {
                     result = fetcher.fetch(tp, position, budget, maxPartitionFetchBytes, keyDeserializer, valueDeserializer);
@@ -218,8 +231,9 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                         @SuppressWarnings("unchecked")
                         RdmaFetcher.Records<K, V> records = (RdmaFetcher.Records<K, V>) r;
                         if (records.nextOffset() != position) {
-                            delegate.seek(tp, records.nextOffset());
+                            positions.advance(tp, records.nextOffset(), records.leaderEpoch());
                         }
+                        readLog.read(tp, fetcher.exporterOf(tp));
                         if (!records.records().isEmpty()) {
                             merged.put(tp, records.records());
                             if (nextOffsets != null) {
@@ -229,12 +243,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                         }
                     }
                     case RdmaFetcher.Fallback f -> {
-                        if (loggedFallbacks.add(Map.entry(tp, f.kind()))) {
-                            LOG.info("{} is fetched through Kafka for {} ms because {} ({}); logged once per partition and reason",
-                                    tp, rdmaConfig.fallbackBackoff().toMillis(), f.kind().words(), f.reason());
-                        } else {
-                            LOG.debug("{} falls back to the normal fetch path: {}", tp, f.reason());
-                        }
+                        readLog.fellBack(tp, f.kind(), f.reason(), rdmaConfig.fallbackBackoff().toMillis());
                         fallbackUntilNanos.put(tp, System.nanoTime() + rdmaConfig.fallbackBackoff().toNanos());
                     }
                 }
@@ -272,6 +281,8 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         Set<TopicPartition> assigned = delegate.assignment();
         userPaused.retainAll(assigned); // KafkaConsumer forgets the pause of a revoked partition too.
         fallbackUntilNanos.keySet().retainAll(assigned);
+        positions.retain(assigned);
+        readLog.retain(assigned, "it is no longer assigned to this consumer");
         rdmaMetrics.retainPartitions(assigned);
         if (fetcher != null) {
             fetcher.retainPartitions(assigned);
@@ -287,6 +298,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
             delegate.pause(toPause);
         }
         if (!toResume.isEmpty()) {
+            toResume.forEach(positions::handBack);
             delegate.resume(toResume);
         }
     }
@@ -358,7 +370,15 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     @Override public Set<String> subscription() { return delegate.subscription(); }
     @Override public void subscribe(Collection<String> topics) { subscribe(topics, NO_LISTENER); }
     @Override public void subscribe(Collection<String> topics, ConsumerRebalanceListener listener) { delegate.subscribe(topics, handingOver(listener)); }
-    @Override public void assign(Collection<TopicPartition> partitions) { delegate.assign(partitions); }
+    @Override
+    public void assign(Collection<TopicPartition> partitions) {
+        if (autoCommit != null) {
+            autoCommit.beforePoll(); // as KafkaConsumer commits before an assignment changes
+        }
+        delegate.assign(partitions);
+        positions.retain(delegate.assignment());
+    }
+
     @Override public void subscribe(Pattern pattern, ConsumerRebalanceListener listener) { delegate.subscribe(pattern, handingOver(listener)); }
     @Override public void subscribe(Pattern pattern) { subscribe(pattern, NO_LISTENER); }
     @Override public void subscribe(SubscriptionPattern pattern, ConsumerRebalanceListener listener) { delegate.subscribe(pattern, handingOver(listener)); }
@@ -377,12 +397,26 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         return new ConsumerRebalanceListener() {
             @Override
             public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-                user.onPartitionsRevoked(partitions);
+                // KafkaConsumer auto-commits before the application's listener runs; after it the positions are Kafka's.
+                if (autoCommit != null && !closing && !partitions.isEmpty()) {
+                    autoCommit.now("before partitions are revoked");
+                }
+                try {
+                    user.onPartitionsRevoked(partitions);
+                } finally {
+                    readLog.stopped(partitions, "the partition was revoked");
+                    positions.forget(partitions);
+                }
             }
 
             @Override
             public void onPartitionsLost(Collection<TopicPartition> partitions) {
-                user.onPartitionsLost(partitions);
+                try {
+                    user.onPartitionsLost(partitions);
+                } finally {
+                    readLog.stopped(partitions, "the partition was lost (the group moved on without this consumer)");
+                    positions.forget(partitions);
+                }
             }
 
             @Override
@@ -392,22 +426,48 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
             }
         };
     }
-    @Override public void unsubscribe() { delegate.unsubscribe(); }
-    @Override public void commitSync() { delegate.commitSync(); }
-    @Override public void commitSync(Duration timeout) { delegate.commitSync(timeout); }
+    @Override
+    public void unsubscribe() {
+        delegate.unsubscribe();
+        positions.forgetAll();
+    }
+
+    // Commits without offsets commit the positions as this consumer knows them: the internal consumer's lag behind RDMA's.
+    @Override public void commitSync() { delegate.commitSync(positions.consumed()); }
+    @Override public void commitSync(Duration timeout) { delegate.commitSync(positions.consumed(), timeout); }
     @Override public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) { delegate.commitSync(offsets); }
     @Override public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets, Duration timeout) { delegate.commitSync(offsets, timeout); }
-    @Override public void commitAsync() { delegate.commitAsync(); }
-    @Override public void commitAsync(OffsetCommitCallback callback) { delegate.commitAsync(callback); }
+    @Override public void commitAsync() { delegate.commitAsync(positions.consumed(), null); }
+    @Override public void commitAsync(OffsetCommitCallback callback) { delegate.commitAsync(positions.consumed(), callback); }
     @Override public void commitAsync(Map<TopicPartition, OffsetAndMetadata> offsets, OffsetCommitCallback callback) { delegate.commitAsync(offsets, callback); }
     @Override public void registerMetricForSubscription(KafkaMetric metric) { delegate.registerMetricForSubscription(metric); }
     @Override public void unregisterMetricFromSubscription(KafkaMetric metric) { delegate.unregisterMetricFromSubscription(metric); }
-    @Override public void seek(TopicPartition partition, long offset) { delegate.seek(partition, offset); }
-    @Override public void seek(TopicPartition partition, OffsetAndMetadata offsetAndMetadata) { delegate.seek(partition, offsetAndMetadata); }
-    @Override public void seekToBeginning(Collection<TopicPartition> partitions) { delegate.seekToBeginning(partitions); }
-    @Override public void seekToEnd(Collection<TopicPartition> partitions) { delegate.seekToEnd(partitions); }
-    @Override public long position(TopicPartition partition) { return delegate.position(partition); }
-    @Override public long position(TopicPartition partition, Duration timeout) { return delegate.position(partition, timeout); }
+    @Override
+    public void seek(TopicPartition partition, long offset) {
+        delegate.seek(partition, offset);
+        positions.forget(List.of(partition));
+    }
+
+    @Override
+    public void seek(TopicPartition partition, OffsetAndMetadata offsetAndMetadata) {
+        delegate.seek(partition, offsetAndMetadata);
+        positions.forget(List.of(partition));
+    }
+
+    @Override
+    public void seekToBeginning(Collection<TopicPartition> partitions) {
+        delegate.seekToBeginning(partitions);
+        positions.forget(partitions.isEmpty() ? delegate.assignment() : partitions); // none named: all, as in Kafka
+    }
+
+    @Override
+    public void seekToEnd(Collection<TopicPartition> partitions) {
+        delegate.seekToEnd(partitions);
+        positions.forget(partitions.isEmpty() ? delegate.assignment() : partitions);
+    }
+
+    @Override public long position(TopicPartition partition) { return positions.position(partition); }
+    @Override public long position(TopicPartition partition, Duration timeout) { return positions.position(partition, timeout); }
     @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions) { return delegate.committed(partitions); }
     @Override public Map<TopicPartition, OffsetAndMetadata> committed(Set<TopicPartition> partitions, Duration timeout) { return delegate.committed(partitions, timeout); }
     @Override public Uuid clientInstanceId(Duration timeout) { return delegate.clientInstanceId(timeout); }
@@ -426,7 +486,12 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     @Override public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions, Duration timeout) { return delegate.beginningOffsets(partitions, timeout); }
     @Override public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions) { return delegate.endOffsets(partitions); }
     @Override public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions, Duration timeout) { return delegate.endOffsets(partitions, timeout); }
-    @Override public OptionalLong currentLag(TopicPartition topicPartition) { return delegate.currentLag(topicPartition); }
+    @Override
+    public OptionalLong currentLag(TopicPartition topicPartition) {
+        OptionalLong lag = delegate.currentLag(topicPartition);
+        return lag.isPresent() ? OptionalLong.of(positions.lag(topicPartition, lag.getAsLong())) : lag;
+    }
+
     @Override public ConsumerGroupMetadata groupMetadata() { return delegate.groupMetadata(); }
     @Override public void enforceRebalance() { delegate.enforceRebalance(); }
     @Override public void enforceRebalance(String reason) { delegate.enforceRebalance(reason); }
@@ -484,6 +549,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     @SuppressWarnings("deprecation")
     public void close(Duration timeout) {
         try {
+            commitBeforeClose();
             delegate.close(timeout);
         } finally {
             closeOwnResources();
@@ -493,13 +559,28 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     @Override
     public void close(CloseOptions options) {
         try {
+            commitBeforeClose();
             delegate.close(options);
         } finally {
             closeOwnResources();
         }
     }
 
+    /** KafkaConsumer auto-commits as it closes; the internal one no longer does. Nothing here keeps it from closing. */
+    private void commitBeforeClose() {
+        try {
+            if (autoCommit != null && !closing) {
+                autoCommit.now("as the consumer closes");
+            }
+        } catch (RuntimeException e) {
+            LOG.warn("auto-commit as the consumer closes failed: {}", e.toString());
+        } finally {
+            closing = true;
+        }
+    }
+
     private void closeOwnResources() {
+        readLog.closed();
         for (ConsumerInterceptor<K, V> i : interceptors) {
             try {
                 i.close();

@@ -46,7 +46,13 @@ class BrokerExporterPluginIT {
         try (KafkaBrokerProcess broker = startWithPlugin(dir, "broker-plugin")) {
             // The plugin took its port from the broker's advertised listener.
             int port = ExporterConfig.parseAddress(broker.bootstrapServers()).getPort() + PORT_OFFSET;
-            assertThat(accepts(port)).as("the broker started the exporter on its port\n%s", broker.logTail()).isTrue();
+            // The exporter starts once the broker listens, a moment after the broker answers.
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            boolean listening;
+            while (!(listening = accepts(port)) && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+            }
+            assertThat(listening).as("the broker started the exporter on its port\n%s", broker.logTail()).isTrue();
             String bootstrap = broker.bootstrapServers();
             createTopic(bootstrap, topic);
             produce(bootstrap, topic, 0, 2000);
@@ -63,6 +69,8 @@ class BrokerExporterPluginIT {
                 assertThat(rdma.transportMetrics().snapshot(OperationType.READ).count()).as("RDMA READs\n%s", broker.logTail()).isPositive();
                 assertThat(rdma.rdmaRecords()).as("records that came by RDMA\n%s", broker.logTail()).isEqualTo(2000);
             }
+            assertThat(broker.output()).as("the exporter's Admin client started after the broker listened: no refused connection")
+                    .doesNotContain("could not be established");
             broker.stopGracefully();
             assertThat(accepts(port)).as("the exporter stopped with the broker\n%s", broker.logTail()).isFalse();
             assertThat(broker.output()).as("the broker ran one exporter (combined mode has two roles) and closed it")

@@ -104,6 +104,38 @@ class ExporterJarIT {
         }
     }
 
+    /** A busy port or an option the jar does not take: exit status 2 and one line that says what to do, no stack trace. */
+    @Test
+    void exporterJarThatCannotStartSaysWhyInOneLine() throws Exception {
+        Path dirs = Files.createTempDirectory("exporter-jar-dirs");
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            List<String> common = List.of("rdma.exporter.log.dirs=" + dirs, "rdma.exporter.bootstrap.servers=127.0.0.1:1",
+                    "rdma.exporter.acls=false", "rdma.provider=tcp");
+            assertOneLineAndStatus2(common, List.of("rdma.exporter.listen.address=127.0.0.1:" + taken.getLocalPort()),
+                    "rdma4j log exporter not started: cannot listen on /127.0.0.1:" + taken.getLocalPort());
+            assertOneLineAndStatus2(common, List.of("--port=9299"), "rdma4j log exporter not started: unknown option --port=9299");
+            assertOneLineAndStatus2(common, List.of("rdma.exporter.listen.adress=127.0.0.1:9299"),
+                    "rdma4j log exporter not started: unknown key rdma.exporter.listen.adress");
+        }
+    }
+
+    private static void assertOneLineAndStatus2(List<String> common, List<String> more, String expected) throws Exception {
+        Path jar = Path.of(System.getProperty("rdma4j.exporterJar", "(rdma4j.exporterJar not set)"));
+        List<String> command = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
+                "--enable-native-access=ALL-UNNAMED", "-jar", jar.toAbsolutePath().toString()));
+        command.addAll(common);
+        command.addAll(more);
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        // The transport's own INFO line may come first; what the user must read is the last line, and it is alone.
+        List<String> lines = output.lines().filter(l -> !l.contains(" INFO ")).toList();
+        assertThat(lines).as("output of %s:%n%s", more, output).hasSize(1);
+        assertThat(lines.getFirst()).startsWith(expected);
+        assertThat(output).doesNotContain("Exception").doesNotContain("\tat ");
+        assertThat(p.exitValue()).as("exit status").isEqualTo(2);
+    }
+
     /**
      * Waits until the exporter serves every partition of the new topic (it finds new partitions on its next refresh):
      * until a probe consumer reads every record by RDMA READ. A consumer that asks earlier falls back to the normal

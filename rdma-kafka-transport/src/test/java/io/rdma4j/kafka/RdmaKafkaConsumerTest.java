@@ -544,6 +544,60 @@ public class RdmaKafkaConsumerTest {
     }
 
     @Test
+    void rdmaReadsLogOneLinePerPartitionAndNoSeeksWhileAutoCommitKeepsThePositions() throws Exception {
+        String topic = topic(2, Map.of());
+        produce(topic, 4000, 100, Map.of());
+        String group = "g-" + topic;
+        Map<String, Object> autoCommit = Map.of(ConsumerConfig.GROUP_ID_CONFIG, group, ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true",
+                ConsumerConfig.AUTO_COMMIT_INTERVAL_MS_CONFIG, "100", ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "16384",
+                ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100");
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        TopicPartition p1 = new TopicPartition(topic, 1);
+        Map<TopicPartition, Long> ends = new HashMap<>();
+        String log = RdmaFetchMetricsTest.capturingStandardError(() -> {
+            try (Consumer<String, String> c = rdmaConsumer(autoCommit)) {
+                c.subscribe(List.of(topic));
+                List<Seen> got = pollUntil(c, 4000);
+                assertEveryRecordByRdma(c, got, "auto-commit");
+                ends.putAll(c.endOffsets(List.of(p0, p1)));
+                assertThat(c.position(p0)).isEqualTo(ends.get(p0));
+                assertThat(c.position(p1)).isEqualTo(ends.get(p1));
+                // Auto-commit commits what RDMA read, on the interval, without being asked.
+                long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+                while (!committedUpTo(c, ends) && System.nanoTime() < deadline) {
+                    c.poll(Duration.ofMillis(100));
+                }
+                assertThat(committedUpTo(c, ends)).as("auto-committed up to %s", ends).isTrue();
+            }
+        });
+        // Dozens of RDMA fetches, and the internal KafkaConsumer seeked for none of them.
+        assertThat(log.lines().filter(l -> l.contains("Seeking to offset"))).as("KafkaConsumer's INFO line per seek in:%n%s", log).isEmpty();
+        for (TopicPartition tp : List.of(p0, p1)) {
+            assertThat(log.lines().filter(l -> l.contains(" INFO ") && l.contains(" " + tp + " "))).as("INFO lines of %s", tp)
+                    .satisfiesExactly(
+                            start -> assertThat(start).contains(tp + " is read by RDMA from the log exporter at /127.0.0.1:").endsWith(" over tcp"),
+                            stop -> assertThat(stop).contains(tp + " stops being read by RDMA: "));
+        }
+        // More records, read by a consumer that closes before the interval is up: close commits them.
+        produce(topic, 400, 100, Map.of());
+        Map<String, Object> slow = new HashMap<>(autoCommit);
+        slow.put(ConsumerConfig.AUTO_COMMIT_INTERVAL_MS_CONFIG, "600000");
+        try (Consumer<String, String> c = rdmaConsumer(slow)) {
+            c.subscribe(List.of(topic));
+            pollUntil(c, 400); // exactly the new ones: the first consumer's close committed the rest
+        }
+        try (Consumer<String, String> c = plainConsumer(Map.of(ConsumerConfig.GROUP_ID_CONFIG, group))) {
+            assertThat(committedUpTo(c, c.endOffsets(List.of(p0, p1)))).as("committed as the consumer closed").isTrue();
+        }
+    }
+
+    private static boolean committedUpTo(Consumer<?, ?> c, Map<TopicPartition, Long> ends) {
+        var committed = c.committed(ends.keySet());
+        return ends.entrySet().stream().allMatch(e -> committed.get(e.getKey()) != null
+                && committed.get(e.getKey()).offset() == e.getValue());
+    }
+
+    @Test
     void factoryReturnsPlainKafkaConsumerWhenDisabled() {
         Map<String, Object> p = new HashMap<>(consumerProps(Map.of()));
         p.put("rdma.fetch.enabled", "false");

@@ -191,6 +191,11 @@ final class AclGate implements AutoCloseable {
                 + "Kafka meanwhile");
     }
 
+    /** The Kafka principal whose delegation token {@code connection} proved, or null (none proved, or no ACL checks). */
+    String principal(io.rdma4j.core.RdmaConnection connection) {
+        return authorizer == null ? null : authorizer.principal(connection);
+    }
+
     /** Connections that proved a delegation token; 0 where ACLs are never checked. */
     long authenticated() {
         return authorizer == null ? 0 : authorizer.authenticated();

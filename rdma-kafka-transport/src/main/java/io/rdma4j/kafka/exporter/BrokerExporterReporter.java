@@ -18,6 +18,10 @@ import java.util.Map;
  * configuration; it reports no metrics. {@code log.dirs} and the Admin bootstrap (the inter-broker, else the first
  * non-controller listener) come from the broker's own configuration unless {@code rdma.exporter.*} sets them.
  *
+ * <p>The configuration is checked at once (a setting it cannot run with fails the broker's start); the exporter itself
+ * starts once the broker's listener accepts connections, so that its Admin client meets no refused connection (each
+ * one a WARN line of Kafka's client). What fails then (its port in use, say) is logged at ERROR.
+ *
  * <p>Only a node whose {@code process.roles} include {@code broker} exports (a controller has no partition logs).
  * In combined mode the broker and the controller each create their reporters from the same configuration, so
  * the exporter is shared per log directories in the JVM and closed when its last reporter closes.
@@ -27,16 +31,66 @@ public final class BrokerExporterReporter implements MetricsReporter {
     private static final Logger LOG = LoggerFactory.getLogger(BrokerExporterReporter.class);
     private static final Map<String, Shared> RUNNING = new HashMap<>();
 
-    private record Shared(LogExporter exporter, int[] users) {
+    private record Shared(Deferred exporter, int[] users) {
+    }
+
+    /** An exporter that starts once the broker listens; one closed before that never starts. */
+    private static final class Deferred {
+        private final Thread starter;
+        private LogExporter exporter;
+        private boolean closed;
+
+        Deferred(ExporterConfig config) {
+            starter = Thread.ofPlatform().daemon().name("rdma4j-log-exporter-start").unstarted(() -> start(config));
+            starter.start();
+        }
+
+        private void start(ExporterConfig config) {
+            String broker = config.bootstrapServers().split(",")[0].trim();
+            try {
+                BrokerListenerWait.await(broker);
+            } catch (InterruptedException e) {
+                return; // closed first
+            }
+            synchronized (this) {
+                if (closed) {
+                    return;
+                }
+                try {
+                    exporter = LogExporter.startInBroker(config);
+                    LOG.info("rdma4j log exporter started in the broker on {} via {}", exporter.address(), exporter.transport().selection());
+                } catch (RuntimeException e) {
+                    LOG.error("rdma4j log exporter not started: {}", e.getMessage());
+                }
+            }
+        }
+
+        synchronized LogExporter exporter() {
+            return exporter;
+        }
+
+        void close() {
+            starter.interrupt();
+            LogExporter running;
+            synchronized (this) {
+                closed = true;
+                running = exporter;
+                exporter = null;
+            }
+            if (running != null) {
+                running.close();
+                LOG.info("rdma4j log exporter in the broker stopped");
+            }
+        }
     }
 
     private String key;
 
-    /** The exporter this JVM runs for {@code logDirs} (comma-separated as in {@code log.dirs}), or null. */
+    /** The exporter this JVM runs for {@code logDirs} (comma-separated as in {@code log.dirs}), or null (none, or not started yet). */
     public static LogExporter running(String logDirs) {
         synchronized (RUNNING) {
             Shared s = RUNNING.get(logDirs);
-            return s == null ? null : s.exporter();
+            return s == null ? null : s.exporter().exporter();
         }
     }
 
@@ -76,10 +130,7 @@ public final class BrokerExporterReporter implements MetricsReporter {
                 s.users()[0]++;
                 return;
             }
-            // The Admin client connects lazily and the refresher retries, so starting before the listeners are up is fine.
-            LogExporter exporter = LogExporter.startInBroker(config);
-            RUNNING.put(key, new Shared(exporter, new int[] {1}));
-            LOG.info("rdma4j log exporter started in the broker on {} via {}", exporter.address(), exporter.transport().selection());
+            RUNNING.put(key, new Shared(new Deferred(config), new int[] {1}));
         }
     }
 
@@ -172,7 +223,6 @@ public final class BrokerExporterReporter implements MetricsReporter {
             if (s != null && --s.users()[0] == 0) {
                 RUNNING.remove(key);
                 s.exporter().close();
-                LOG.info("rdma4j log exporter in the broker stopped");
             }
         }
         key = null;

@@ -57,6 +57,9 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
     public static final String ACL_CACHE = PREFIX + "acl.cache.ms";
     public static final String TOKEN_MECHANISM = PREFIX + "token.mechanism";
     public static final String ADMIN_PREFIX = PREFIX + "admin.";
+    /** Every {@code rdma.exporter.*} key besides those under {@link #ADMIN_PREFIX}. */
+    public static final java.util.Set<String> KEYS = java.util.Set.of(LOG_DIRS, BOOTSTRAP, LISTEN, PORT_OFFSET, INTERVAL, GRACE,
+            INTERNAL_TOPICS, ACLS, ACL_CACHE, TOKEN_MECHANISM);
 
     public ExporterConfig {
         if (logDirs.isEmpty()) {
@@ -114,9 +117,8 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
         });
         String bootstrap = string(props, BOOTSTRAP, null);
         return new ExporterConfig(logDirs, bootstrap, listenAddress(props, bootstrap),
-                Duration.ofMillis(Long.parseLong(string(props, INTERVAL, "50"))),
-                Duration.ofMillis(Long.parseLong(string(props, GRACE, "5000"))), bool(props, INTERNAL_TOPICS),
-                AclMode.parse(ACLS, string(props, ACLS, "auto")), Duration.ofMillis(Long.parseLong(string(props, ACL_CACHE, "30000"))),
+                millis(props, INTERVAL, "50"), millis(props, GRACE, "5000"), bool(props, INTERNAL_TOPICS),
+                AclMode.parse(ACLS, string(props, ACLS, "auto")), millis(props, ACL_CACHE, "30000"),
                 string(props, TOKEN_MECHANISM, "SCRAM-SHA-512"), admin,
                 TransportConfig.fromProperties(transportProps, "rdma."));
     }
@@ -180,6 +182,15 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
             return new InetSocketAddress(hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)));
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("expected host:port with a numeric port, got '" + hostPort + "'");
+        }
+    }
+
+    private static Duration millis(Map<String, ?> props, String key, String fallback) {
+        String v = string(props, key, fallback);
+        try {
+            return Duration.ofMillis(Long.parseLong(v));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(key + " needs a number of milliseconds, got '" + v + "'");
         }
     }
 

@@ -77,6 +77,7 @@ public final class LogExporter implements AutoCloseable {
     private final Admin admin;
     /** Whether a topic is served only to consumers that may READ it ({@code rdma.exporter.acls}). */
     private final AclGate acls;
+    private final ConnectionLog connections;
     private final RdmaListener listener;
     private final ScheduledExecutorService refresher;
     private final Map<TopicPartition, PartitionExport> partitions = new ConcurrentHashMap<>();
@@ -92,6 +93,8 @@ public final class LogExporter implements AutoCloseable {
     /** When the leaders were last learnt; the first refresh learns them. */
     private long leadersLearntNanos = System.nanoTime() - LEADERS_INTERVAL_NANOS;
     private volatile boolean closed;
+    /** Set once the constructor has made the Admin client and ACL gate that requests need. */
+    private volatile boolean ready;
 
     private record Retired(RegisteredRegion region, Arena arena, long closeAtNanos) {
     }
@@ -152,13 +155,22 @@ public final class LogExporter implements AutoCloseable {
         // A refresh stops waiting after ANSWER_WAIT_NANOS; the requests it left behind must not linger for a minute.
         adminProps.putIfAbsent(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "10000");
         adminProps.putIfAbsent(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
-        this.admin = Admin.create(adminProps);
-        this.acls = new AclGate(config, admin, adminProps);
+        this.connections = new ConnectionLog(this::principal);
         // Every exporter answers proofs, with whether it checks: consumers that prove a token read only where it does.
-        RequestHandlers handlers = RequestHandlers.of(RequestTypes.KAFKA_DIRECTORY, this::answerDirectory)
-                .and(RequestTypes.KAFKA_ABORTED_TRANSACTIONS, this::answerAbortedTransactions)
-                .and(RequestTypes.KAFKA_AUTHENTICATE, acls::authenticate);
-        this.listener = transport.listen(config.listenAddress(), handlers);
+        // Listening comes first, so that a port in use fails the start before the Admin client reaches for the cluster;
+        // a request in the moment before the Admin client exists is refused (the consumer falls back, then retries).
+        RequestHandlers handlers = RequestHandlers.of(RequestTypes.KAFKA_DIRECTORY, (body, context) -> started().answerDirectory(body, context))
+                .and(RequestTypes.KAFKA_ABORTED_TRANSACTIONS, (body, context) -> started().answerAbortedTransactions(body, context))
+                .and(RequestTypes.KAFKA_AUTHENTICATE, (body, context) -> started().acls.authenticate(body, context));
+        this.listener = transport.listen(config.listenAddress(), handlers, connections::accepted);
+        try {
+            this.admin = Admin.create(adminProps);
+            this.acls = new AclGate(config, admin, adminProps);
+        } catch (RuntimeException e) {
+            listener.close();
+            throw e;
+        }
+        this.ready = true;
         this.refresher = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "rdma4j-log-exporter");
             t.setDaemon(true);
@@ -303,6 +315,9 @@ public final class LogExporter implements AutoCloseable {
                         long lastStable = stable != null ? stable : before != null ? before.lastStableOffset() : start.get(p.partition());
                         p.publish(h, start.get(p.partition()), lastStable,
                                 leader.getOrDefault(p.partition(), Watermark.UNKNOWN_LEADER));
+                        if (before == null && p.published() != null) {
+                            LOG.info("exporting {} (offsets {} to {})", p.partition(), start.get(p.partition()), h);
+                        }
                     }
                 } catch (IOException e) {
                     // One partition's files (truncated, vanishing) must not hold back the others' watermarks.
@@ -418,6 +433,7 @@ public final class LogExporter implements AutoCloseable {
         }
         try {
             acls.sweep();
+            connections.sweep();
             refresh();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -426,6 +442,18 @@ public final class LogExporter implements AutoCloseable {
             // scheduled refreshes go on: a task that threw would never run again.
             LOG.warn("watermark refresh failed (retrying in {} ms): {}", config.watermarkInterval().toMillis(), e.toString());
         }
+    }
+
+    /** The Kafka principal whose delegation token {@code connection} proved, or null. */
+    private String principal(io.rdma4j.core.RdmaConnection connection) {
+        return acls.principal(connection);
+    }
+
+    private LogExporter started() {
+        if (!ready) {
+            throw new RequestRefusedException("the log exporter is starting; fetch through Kafka meanwhile");
+        }
+        return this;
     }
 
     /** The export a request names, or null when this exporter does not serve that partition; refused while closing. */
@@ -438,6 +466,7 @@ public final class LogExporter implements AutoCloseable {
 
     private CompletionStage<ByteBuffer> answerDirectory(ByteBuffer message, RequestContext context) {
         directoryRequests.incrementAndGet();
+        connections.directoryRequested(context);
         SegmentDirectory.Request request = SegmentDirectory.Request.fromBytes(message);
         return whenAllowed(context, request.topic(), () -> answer(request), denial -> new SegmentDirectory.Response(
                 SegmentDirectory.Status.NOT_AUTHORIZED, null, -1, java.util.List.of()).toBytes());

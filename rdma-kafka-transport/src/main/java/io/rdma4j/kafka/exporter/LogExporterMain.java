@@ -1,41 +1,28 @@
 package io.rdma4j.kafka.exporter;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.Properties;
+import io.rdma4j.core.RdmaException;
+
+import java.net.BindException;
 import java.util.concurrent.CountDownLatch;
 
 /**
  * The sidecar: {@code java --enable-native-access=ALL-UNNAMED -cp ... io.rdma4j.kafka.exporter.LogExporterMain
  * [exporter.properties] [key=value ...]}, e.g. {@code rdma.exporter.log.dirs=/var/lib/kafka/data
  * rdma.exporter.bootstrap.servers=127.0.0.1:9092 rdma.exporter.listen.address=127.0.0.1:9299}.
- * Runs until killed. A configuration it cannot run with (a key missing or malformed, ACLs it cannot check) ends it
- * with exit status 2 and one line on standard error saying what to set.
+ * Runs until killed. What it cannot start with (an unknown or malformed argument, a key missing, a port in use, ACLs
+ * it cannot check) ends it with exit status 2 and one line on standard error saying what to change.
  */
 public final class LogExporterMain {
 
     private LogExporterMain() {
     }
 
-    public static void main(String[] args) throws IOException, InterruptedException {
-        Properties props = new Properties();
-        for (String arg : args) {
-            int eq = arg.indexOf('=');
-            if (eq > 0) {
-                props.setProperty(arg.substring(0, eq), arg.substring(eq + 1));
-            } else {
-                try (InputStream in = Files.newInputStream(Path.of(arg))) {
-                    props.load(in);
-                }
-            }
-        }
+    public static void main(String[] args) throws InterruptedException {
         LogExporter exporter;
         try {
-            exporter = LogExporter.start(ExporterConfig.fromProperties(props));
-        } catch (IllegalArgumentException | IllegalStateException e) {
-            // A setting to change, not a fault: one line that says which.
+            exporter = start(args);
+        } catch (NotStarted e) {
+            // A setting to change, not a fault: one line that says which, no stack trace.
             System.err.println("rdma4j log exporter not started: " + e.getMessage());
             System.exit(2);
             return;
@@ -47,5 +34,51 @@ public final class LogExporterMain {
             stop.countDown();
         }));
         stop.await();
+    }
+
+    /** Why the exporter did not start, in one line that says what to change. */
+    static final class NotStarted extends Exception {
+        NotStarted(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    /** Starts the exporter the command line describes. */
+    static LogExporter start(String... args) throws NotStarted {
+        ExporterConfig config;
+        try {
+            config = ExporterConfig.fromProperties(ExporterArguments.parse(args));
+        } catch (IllegalArgumentException e) {
+            throw new NotStarted(e.getMessage());
+        }
+        try {
+            return LogExporter.start(config);
+        } catch (IllegalArgumentException | IllegalStateException e) {
+            throw new NotStarted(e.getMessage());
+        } catch (RdmaException e) {
+            if (causedBy(e, BindException.class)) {
+                throw new NotStarted("cannot listen on " + config.listenAddress() + " (" + rootMessage(e) + "): another "
+                        + "process, perhaps another exporter, has that port; stop it, or set " + ExporterConfig.LISTEN
+                        + " to a free address (and the consumers' rdma.exporter.port or rdma.exporter.address to match)");
+            }
+            throw new NotStarted(e.getMessage());
+        }
+    }
+
+    private static boolean causedBy(Throwable e, Class<? extends Throwable> type) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (type.isInstance(t)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static String rootMessage(Throwable e) {
+        Throwable t = e;
+        while (t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t.getMessage();
     }
 }

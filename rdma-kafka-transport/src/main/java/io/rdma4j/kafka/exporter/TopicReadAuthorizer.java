@@ -144,6 +144,13 @@ final class TopicReadAuthorizer implements AutoCloseable {
         return refusals.get();
     }
 
+    /** The Kafka principal whose delegation token {@code connection} proved, or null. */
+    String principal(RdmaConnection connection) {
+        Session session = sessions.get(connection);
+        Token token = session == null ? null : session.token;
+        return token == null ? null : token.owner();
+    }
+
     /** Answers a {@code KAFKA_AUTHENTICATE} request. */
     CompletionStage<ByteBuffer> authenticate(ByteBuffer body, RequestContext context) {
         ExporterAuthentication.Request request = ExporterAuthentication.Request.fromBytes(body);

@@ -1,0 +1,104 @@
+package io.rdma4j.kafka;
+
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TimeoutException;
+
+import java.time.Duration;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The positions of partitions that RDMA read past the internal consumer's own position. {@code KafkaConsumer} logs
+ * every {@code seek} at INFO, so RDMA reads do not move its positions: they are kept here, and whatever reads positions
+ * (position(), commits, auto-commit) takes them from here first. A partition goes back to Kafka's fetch path with
+ * one seek ({@link #handBack}).
+ */
+final class ReadPositions {
+
+    /** Where RDMA left a partition ({@code next}), and the internal consumer's position then ({@code base}). */
+    private record Ahead(OffsetAndMetadata next, long base) {
+    }
+
+    private final Consumer<?, ?> delegate;
+    private final Map<TopicPartition, Ahead> ahead = new HashMap<>();
+
+    ReadPositions(Consumer<?, ?> delegate) {
+        this.delegate = delegate;
+    }
+
+    /** The next offset to read from {@code tp}, as {@code KafkaConsumer.position} (it may block to learn it). */
+    long position(TopicPartition tp, Duration timeout) {
+        Ahead a = ahead.get(tp);
+        return a != null ? a.next().offset() : delegate.position(tp, timeout);
+    }
+
+    long position(TopicPartition tp) {
+        Ahead a = ahead.get(tp);
+        return a != null ? a.next().offset() : delegate.position(tp);
+    }
+
+    /** RDMA read {@code tp} up to {@code next} (its records before it were returned). */
+    void advance(TopicPartition tp, long next, Optional<Integer> leaderEpoch) {
+        Ahead a = ahead.get(tp);
+        long base = a != null ? a.base() : delegate.position(tp);
+        if (next == base) {
+            ahead.remove(tp);
+        } else {
+            ahead.put(tp, new Ahead(new OffsetAndMetadata(next, leaderEpoch, ""), base));
+        }
+    }
+
+    /** The internal consumer's position of these partitions is theirs again (a seek, a revocation). */
+    void forget(Collection<TopicPartition> partitions) {
+        ahead.keySet().removeAll(partitions);
+    }
+
+    void forgetAll() {
+        ahead.clear();
+    }
+
+    void retain(Set<TopicPartition> assigned) {
+        ahead.keySet().retainAll(assigned);
+    }
+
+    /** Moves the internal consumer to where RDMA left {@code tp}, before Kafka's fetch path takes it over. */
+    void handBack(TopicPartition tp) {
+        Ahead a = ahead.remove(tp);
+        if (a != null) {
+            delegate.seek(tp, a.next().offset());
+        }
+    }
+
+    /**
+     * What {@code KafkaConsumer} would commit now for its assigned partitions: the position of each whose position is
+     * known, RDMA's where it read ahead. A partition without a position yet is left out, as Kafka leaves it out.
+     */
+    Map<TopicPartition, OffsetAndMetadata> consumed() {
+        Map<TopicPartition, OffsetAndMetadata> out = new HashMap<>();
+        for (TopicPartition tp : delegate.assignment()) {
+            Ahead a = ahead.get(tp);
+            if (a != null) {
+                out.put(tp, a.next());
+                continue;
+            }
+            try {
+                // A known position is answered at once; an unknown one is not waited for.
+                out.put(tp, new OffsetAndMetadata(delegate.position(tp, Duration.ZERO)));
+            } catch (TimeoutException e) {
+                // not positioned yet: nothing to commit for it
+            }
+        }
+        return out;
+    }
+
+    /** {@code delegateLag} (the internal consumer's lag of {@code tp}) less what RDMA read ahead of it. */
+    long lag(TopicPartition tp, long delegateLag) {
+        Ahead a = ahead.get(tp);
+        return a == null ? delegateLag : Math.max(0, delegateLag - (a.next().offset() - a.base()));
+    }
+}
