@@ -18,6 +18,12 @@ public final class LogExporterMain {
     }
 
     public static void main(String[] args) throws InterruptedException {
+        if (args.length == 1 && (args[0].equals("--help") || args[0].equals("-h"))) {
+            System.out.println("usage: java --enable-native-access=ALL-UNNAMED -jar rdma-kafka-transport-*-exporter.jar"
+                    + " key=value... | file.properties");
+            System.out.println(ExporterArguments.USAGE);
+            return;
+        }
         LogExporter exporter;
         try {
             exporter = start(args);

@@ -25,6 +25,20 @@ class LogExporterMainTest {
     }
 
     @Test
+    void helpPrintsTheUsageAndStartsNothing() throws Exception {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        java.io.PrintStream original = System.out;
+        System.setOut(new java.io.PrintStream(out, true, java.nio.charset.StandardCharsets.UTF_8));
+        try {
+            LogExporterMain.main(new String[] {"--help"});
+        } finally {
+            System.setOut(original);
+        }
+        assertThat(out.toString(java.nio.charset.StandardCharsets.UTF_8)).startsWith("usage: java --enable-native-access")
+                .contains(ExporterArguments.USAGE);
+    }
+
+    @Test
     void aPortInUseSaysSoAndWhatToSet() throws Exception {
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             assertThatThrownBy(() -> LogExporterMain.start(args("rdma.exporter.listen.address=127.0.0.1:" + taken.getLocalPort())))
