@@ -24,6 +24,11 @@ public final class RequestTypes {
      * exporter serves it only the topics the token's owner may read.
      */
     public static final int KAFKA_AUTHENTICATE = 0x0102;
+    /**
+     * Kafka: a consumer that reads by one-sided READ alone says now and then that it is still there, so that the log
+     * exporter does not close its connection as idle; the answer is empty.
+     */
+    public static final int KAFKA_KEEPALIVE = 0x0103;
     /** Spark: the region descriptors of map outputs on an executor. */
     public static final int SPARK_DESCRIBE_MAP_OUTPUTS = 0x0200;
     /** Spring Boot: the descriptor of a region published under a name. */

@@ -29,10 +29,29 @@ import java.util.concurrent.TimeUnit;
  */
 final class ExporterConnections implements AutoCloseable {
 
+    /**
+     * When to reconnect, to say the consumer is still there, and to let go of an exporter: after
+     * {@code rdma.fetch.fallback.backoff.ms} an unreachable exporter is tried again; every {@code rdma.fetch.keepalive.ms}
+     * a connection used since gets a keepalive (READs alone do not reach the exporter, which closes connections idle for
+     * its {@code rdma.exporter.connections.max.idle.ms}); one unused for the consumer's {@code connections.max.idle.ms}
+     * (no assigned partition on that broker) is closed, as KafkaConsumer closes idle connections to brokers.
+     */
+    record Timing(Duration reconnectBackoff, Duration keepAlive, Duration maxIdle) {
+        static Timing of(Duration reconnectBackoff) {
+            return new Timing(reconnectBackoff, Duration.ofSeconds(60), Duration.ofMillis(540_000));
+        }
+    }
+
     private static final Logger LOG = LoggerFactory.getLogger(ExporterConnections.class);
 
     private final RdmaTransport transport;
     private final Duration reconnectBackoff;
+    private final Timing timing;
+    private final Runnable onReconnect;
+    private final Map<InetSocketAddress, Long> lastUsedNanos = new HashMap<>();
+    private final Map<InetSocketAddress, Long> lastKeepAliveNanos = new HashMap<>();
+    /** Exporters this consumer was connected to once: connecting to one again counts as a reconnect. */
+    private final java.util.Set<InetSocketAddress> connectedBefore = new java.util.HashSet<>();
     private final Map<InetSocketAddress, RdmaConnection> open = new HashMap<>();
     private final Map<InetSocketAddress, Long> retryAtNanos = new HashMap<>();
     /** Null when the consumer proves nothing (exporters that check ACLs then refuse it). */
@@ -44,10 +63,12 @@ final class ExporterConnections implements AutoCloseable {
     /** Exporters whose answer to a proof did not say they check ACLs (until the connection to them is dropped). */
     private final java.util.Set<InetSocketAddress> unchecked = new java.util.HashSet<>();
 
-    ExporterConnections(RdmaTransport transport, Duration reconnectBackoff, DelegationTokenCredentials credentials) {
+    ExporterConnections(RdmaTransport transport, Timing timing, DelegationTokenCredentials credentials, Runnable onReconnect) {
         this.transport = transport;
-        this.reconnectBackoff = reconnectBackoff;
+        this.timing = timing;
+        this.reconnectBackoff = timing.reconnectBackoff();
         this.credentials = credentials;
+        this.onReconnect = onReconnect;
     }
 
     /**
@@ -55,8 +76,12 @@ final class ExporterConnections implements AutoCloseable {
      * that proves a token, while it has no token or the exporter does not check ACLs ({@link #whyNot}).
      */
     RdmaConnection get(InetSocketAddress exporter) {
+        long now = System.nanoTime();
+        closeIdle(exporter, now);
+        lastUsedNanos.put(exporter, now);
         RdmaConnection c = open.get(exporter);
         if (c != null && c.isOpen()) {
+            keepAlive(exporter, c, now);
             return proveCurrentToken(exporter, c) ? c : null;
         }
         drop(exporter);
@@ -68,6 +93,10 @@ final class ExporterConnections implements AutoCloseable {
             c = transport.connect(exporter).get(transport.config().connectTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
             open.put(exporter, c);
             retryAtNanos.remove(exporter);
+            lastKeepAliveNanos.put(exporter, System.nanoTime());
+            if (!connectedBefore.add(exporter)) {
+                onReconnect.run();
+            }
             return proveCurrentToken(exporter, c) ? c : null;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -145,6 +174,30 @@ final class ExporterConnections implements AutoCloseable {
     FallbackReason whyNot(InetSocketAddress exporter) {
         return unchecked.contains(exporter) ? FallbackReason.ACLS_NOT_CHECKED
                 : credentials != null && open.containsKey(exporter) ? FallbackReason.NOT_AUTHORIZED : FallbackReason.EXPORTER_UNREACHABLE;
+    }
+
+    /** Tells the exporter this consumer is still there, when the last keepalive is older than the interval. */
+    private void keepAlive(InetSocketAddress exporter, RdmaConnection c, long now) {
+        Long last = lastKeepAliveNanos.get(exporter);
+        if (last != null && now - last < timing.keepAlive().toNanos()) {
+            return;
+        }
+        lastKeepAliveNanos.put(exporter, now);
+        // Not waited for; an exporter too old to know the request answers it with an error, which changes nothing.
+        c.request(RequestTypes.KAFKA_KEEPALIVE, new byte[0]).exceptionally(e -> null);
+    }
+
+    /** Closes the connections to exporters other than {@code inUse} that this consumer left unused for the idle limit. */
+    private void closeIdle(InetSocketAddress inUse, long now) {
+        for (InetSocketAddress exporter : List.copyOf(open.keySet())) {
+            Long used = lastUsedNanos.get(exporter);
+            if (!exporter.equals(inUse) && used != null && now - used >= timing.maxIdle().toNanos()) {
+                LOG.debug("closing the connection to the rdma4j log exporter at {}: unused for {} ms (connections.max.idle.ms)",
+                        exporter, timing.maxIdle().toMillis());
+                drop(exporter);
+                lastUsedNanos.remove(exporter);
+            }
+        }
     }
 
     /** Closes the connection to {@code exporter}, failing what is still in flight on it; whether there was one. */

@@ -1,6 +1,7 @@
 package io.rdma4j.kafka;
 
 import io.rdma4j.core.TransportConfig;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import io.rdma4j.kafka.exporter.ExporterConfig;
 
 import java.net.InetSocketAddress;
@@ -31,6 +32,10 @@ import java.util.Map;
  * <tr><td>rdma.fetch.poll.interval.ms</td><td>how often poll() rechecks watermarks while waiting (default 5)</td></tr>
  * <tr><td>rdma.fetch.decode.ahead</td><td>{@code true} (default) to check and inflate the batches read ahead on one
  *   background thread per consumer while the application works; {@code false} does it all on the polling thread</td></tr>
+ * <tr><td>rdma.fetch.keepalive.ms</td><td>how often a connection to an exporter that the consumer reads by READ
+ *   alone says it is still there (default 60000); keep it below the exporters'
+ *   {@code rdma.exporter.connections.max.idle.ms}. A connection to an exporter unused for Kafka's
+ *   {@code connections.max.idle.ms} (default 540000) closes, and the next fetch from it connects again</td></tr>
  * <tr><td>rdma.&lt;transport key&gt;</td><td>see {@link TransportConfig#fromProperties}</td></tr>
  * </table>
  * Every {@code rdma.*} key is removed before the rest configures the internal KafkaConsumer.
@@ -38,7 +43,7 @@ import java.util.Map;
 public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddress, int exporterPort, String exporterPortOffset,
                                  boolean delegationToken,
                                  Duration tokenLifetime, Duration fallbackBackoff, Duration pollInterval, boolean decodeAhead,
-                                 TransportConfig transport) {
+                                 TransportConfig transport, Duration keepAlive, Duration connectionsMaxIdle) {
 
     public static final String PREFIX = "rdma.";
     public static final String ENABLED = "rdma.fetch.enabled";
@@ -52,6 +57,7 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
     public static final String FALLBACK_BACKOFF = "rdma.fetch.fallback.backoff.ms";
     public static final String POLL_INTERVAL = "rdma.fetch.poll.interval.ms";
     public static final String DECODE_AHEAD = "rdma.fetch.decode.ahead";
+    public static final String KEEPALIVE = "rdma.fetch.keepalive.ms";
 
     public static boolean enabled(Map<String, ?> configs) {
         Object v = configs.get(ENABLED);
@@ -90,7 +96,9 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
                 (int) port, offset == null ? null : offset.toString().trim(), authentication.equals("delegation-token"), Duration.ofMillis(tokenLifetime),
                 Duration.ofMillis(longValue(configs, FALLBACK_BACKOFF, 1000, MILLIS)),
                 Duration.ofMillis(longValue(configs, POLL_INTERVAL, 5, MILLIS)),
-                booleanValue(configs, DECODE_AHEAD, true), TransportConfig.fromProperties(transportKeys, PREFIX));
+                booleanValue(configs, DECODE_AHEAD, true), TransportConfig.fromProperties(transportKeys, PREFIX),
+                Duration.ofMillis(positive(configs, KEEPALIVE, 60_000)),
+                Duration.ofMillis(positive(configs, ConsumerConfig.CONNECTIONS_MAX_IDLE_MS_CONFIG, 540_000)));
     }
 
     /** The port of the exporter of a broker that clients reach on {@code brokerPort}. */
@@ -119,6 +127,20 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
             throw new IllegalArgumentException(key + " needs true or false, got '" + v + "'");
         }
         return Boolean.parseBoolean(text);
+    }
+
+    private static long positive(Map<String, ?> configs, String key, long fallback) {
+        long v = longValue(configs, key, fallback, MILLIS);
+        if (v < 1) {
+            throw new IllegalArgumentException(key + " must be positive, got " + v);
+        }
+        return v;
+    }
+
+    /** A Kafka integer setting of the consumer's configs, or {@code fallback}. */
+    static int intValue(Map<String, Object> configs, String key, int fallback) {
+        Object v = configs.get(key);
+        return v == null ? fallback : Integer.parseInt(v.toString().trim());
     }
 
     private static final String MILLIS = "a number of milliseconds";

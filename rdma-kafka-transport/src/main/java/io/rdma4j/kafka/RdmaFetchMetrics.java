@@ -1,6 +1,7 @@
 package io.rdma4j.kafka;
 
 import org.apache.kafka.common.Metric;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.JmxReporter;
@@ -45,6 +46,7 @@ final class RdmaFetchMetrics implements AutoCloseable {
     private final Sensor retries;
     private final Sensor readLatency;
     private final Sensor lagMax;
+    private final Sensor exporterReconnects;
     /** Partitions with a lag sensor, each the child of {@link #lagMax}; dropped once no longer assigned. */
     private final Set<TopicPartition> lagged = ConcurrentHashMap.newKeySet();
     /** Partitions with a records sensor, each the child of {@link #records}; dropped once no longer assigned. */
@@ -56,6 +58,17 @@ final class RdmaFetchMetrics implements AutoCloseable {
     private final Map<MetricName, MetricName> adjusted = new LinkedHashMap<>();
     /** One adjusted instance per standard metric, so that registries holding it (Micrometer) see it stay live. */
     private final Map<MetricName, Metric> adjustedCache = new ConcurrentHashMap<>();
+
+    /** The client-id Kafka tags this consumer's metrics with (configured or generated). */
+    static String clientIdOf(KafkaConsumer<?, ?> consumer) {
+        for (MetricName name : consumer.metrics().keySet()) {
+            String id = name.tags().get("client-id");
+            if (id != null) {
+                return id;
+            }
+        }
+        return "";
+    }
 
     RdmaFetchMetrics(String clientId) {
         this.tags = Map.of("client-id", clientId);
@@ -81,6 +94,9 @@ final class RdmaFetchMetrics implements AutoCloseable {
         readLatency = metrics.sensor("rdma-read-latency");
         readLatency.add(name("read-latency-avg", "The average time taken for an RDMA READ in ms"), new Avg());
         readLatency.add(name("read-latency-max", "The max time taken for an RDMA READ in ms"), new Max());
+        exporterReconnects = metrics.sensor("rdma-exporter-reconnects");
+        exporterReconnects.add(name("exporter-reconnects-total", "The total number of times the consumer connected again to a"
+                + " log exporter it had been connected to (its connection closed as idle, or broken)"), new CumulativeCount());
         lagMax = metrics.sensor("rdma-records-lag");
         lagMax.add(name("records-lag-max", "The maximum lag in records of any partition served by RDMA, at its last RDMA fetch"), new Max());
         for (FallbackReason r : FallbackReason.values()) {
@@ -121,6 +137,10 @@ final class RdmaFetchMetrics implements AutoCloseable {
     void batches(int count, long sizeInBytes) {
         batches.record(count);
         bytes.record(sizeInBytes);
+    }
+
+    void exporterReconnected() {
+        exporterReconnects.record();
     }
 
     void crcFailure() {

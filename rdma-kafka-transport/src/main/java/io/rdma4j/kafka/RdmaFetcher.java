@@ -118,18 +118,18 @@ final class RdmaFetcher implements AutoCloseable {
     private final boolean readCommitted;
 
     RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff) {
-        this(transport, ExporterLocator.fixed(exporter), null, reconnectBackoff, null, false, true, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES);
+        this(transport, ExporterLocator.fixed(exporter), null, ExporterConnections.Timing.of(reconnectBackoff), null, false, true, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES);
     }
 
     /** @param credentials the token proved to exporters that check Kafka ACLs; null to prove none */
-    RdmaFetcher(RdmaTransport transport, ExporterLocator locator, DelegationTokenCredentials credentials, Duration reconnectBackoff,
+    RdmaFetcher(RdmaTransport transport, ExporterLocator locator, DelegationTokenCredentials credentials, ExporterConnections.Timing timing,
                 RdmaFetchMetrics metrics, boolean readCommitted, boolean decodeAhead, long maxBytesAhead) {
         this.maxBytesAhead = maxBytesAhead;
         this.metrics = metrics;
         this.readCommitted = readCommitted;
         this.transport = transport;
         this.locator = locator;
-        this.connections = new ExporterConnections(transport, reconnectBackoff, credentials);
+        this.connections = new ExporterConnections(transport, timing, credentials, metrics == null ? () -> { } : metrics::exporterReconnected);
         this.pool = transport.createBufferPool(PoolConfig.defaults());
         this.decoder = decodeAhead
                 ? Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("rdma4j-kafka-decoder").factory()) : null;

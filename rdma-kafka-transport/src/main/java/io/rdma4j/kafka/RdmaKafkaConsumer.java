@@ -94,21 +94,21 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     public RdmaKafkaConsumer(Map<String, Object> configs, Deserializer<K> keyDeserializer, Deserializer<V> valueDeserializer) {
         this.rdmaConfig = RdmaConsumerConfig.from(configs);
         Map<String, Object> kafka = RdmaConsumerConfig.kafkaConfigs(configs);
-        this.keyDeserializer = keyDeserializer != null ? keyDeserializer : newDeserializer(kafka, ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, true);
-        this.valueDeserializer = valueDeserializer != null ? valueDeserializer : newDeserializer(kafka, ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, false);
-        this.interceptors = newInterceptors(kafka);
+        this.keyDeserializer = keyDeserializer != null ? keyDeserializer : ConsumerPlugins.newDeserializer(kafka, ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, true);
+        this.valueDeserializer = valueDeserializer != null ? valueDeserializer : ConsumerPlugins.newDeserializer(kafka, ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, false);
+        this.interceptors = ConsumerPlugins.newInterceptors(kafka);
         if (!interceptors.isEmpty()) {
             kafka.put(ConsumerConfig.INTERCEPTOR_CLASSES_CONFIG, InterceptorBridge.class.getName());
             kafka.put(InterceptorBridge.TARGETS, interceptors);
         }
         boolean readCommitted = "read_committed".equals(String.valueOf(kafka.getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "")).trim().toLowerCase(Locale.ROOT));
-        this.maxPollRecords = intValue(kafka, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, ConsumerConfig.DEFAULT_MAX_POLL_RECORDS);
-        this.maxPartitionFetchBytes = intValue(kafka, ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, ConsumerConfig.DEFAULT_MAX_PARTITION_FETCH_BYTES);
+        this.maxPollRecords = RdmaConsumerConfig.intValue(kafka, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, ConsumerConfig.DEFAULT_MAX_POLL_RECORDS);
+        this.maxPartitionFetchBytes = RdmaConsumerConfig.intValue(kafka, ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, ConsumerConfig.DEFAULT_MAX_PARTITION_FETCH_BYTES);
         boolean ownAutoCommit = rdmaConfig.enabled() && AutoCommit.takeOver(kafka);
         this.delegate = new KafkaConsumer<>(kafka, this.keyDeserializer, this.valueDeserializer);
         this.positions = new ReadPositions(delegate);
         this.autoCommit = ownAutoCommit ? AutoCommit.of(delegate, positions::consumed, kafka) : null;
-        this.rdmaMetrics = new RdmaFetchMetrics(clientId(delegate));
+        this.rdmaMetrics = new RdmaFetchMetrics(RdmaFetchMetrics.clientIdOf(delegate));
         RdmaTransport t = null;
         RdmaFetcher f = null;
         if (rdmaConfig.enabled()) {
@@ -119,8 +119,9 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                         topic -> delegate.partitionsFor(topic, METADATA_WAIT));
                 DelegationTokenCredentials credentials = rdmaConfig.delegationToken()
                         ? new DelegationTokenCredentials(kafka, rdmaConfig.tokenLifetime(), rdmaConfig.fallbackBackoff()) : null;
-                f = new RdmaFetcher(t, locator, credentials, rdmaConfig.fallbackBackoff(), rdmaMetrics, readCommitted,
-                        rdmaConfig.decodeAhead(), intValue(kafka, ConsumerConfig.FETCH_MAX_BYTES_CONFIG, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES));
+                f = new RdmaFetcher(t, locator, credentials, new ExporterConnections.Timing(rdmaConfig.fallbackBackoff(),
+                        rdmaConfig.keepAlive(), rdmaConfig.connectionsMaxIdle()), rdmaMetrics, readCommitted,
+                        rdmaConfig.decodeAhead(), RdmaConsumerConfig.intValue(kafka, ConsumerConfig.FETCH_MAX_BYTES_CONFIG, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES));
             } catch (RuntimeException e) {
                 if (t != null) {
                     t.close();
@@ -316,54 +317,6 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         return out;
     }
 
-    @SuppressWarnings("unchecked")
-    private static <T> Deserializer<T> newDeserializer(Map<String, Object> configs, String key, boolean isKey) {
-        Object v = configs.get(key);
-        if (v == null) {
-            throw new IllegalArgumentException("set " + key + " or pass a deserializer instance");
-        }
-        Deserializer<T> d = (Deserializer<T>) instantiate(v);
-        d.configure(configs, isKey);
-        return d;
-    }
-
-    @SuppressWarnings("unchecked")
-    private static <K, V> List<ConsumerInterceptor<K, V>> newInterceptors(Map<String, Object> configs) {
-        Object v = configs.get(ConsumerConfig.INTERCEPTOR_CLASSES_CONFIG);
-        List<Object> items = new ArrayList<>();
-        if (v instanceof Collection<?> c) {
-            items.addAll(c);
-        } else if (v != null) {
-            for (String s : v.toString().split(",")) {
-                if (!s.isBlank()) {
-                    items.add(s.trim());
-                }
-            }
-        }
-        List<ConsumerInterceptor<K, V>> out = new ArrayList<>();
-        for (Object item : items) {
-            ConsumerInterceptor<K, V> i = (ConsumerInterceptor<K, V>) instantiate(item);
-            i.configure(configs);
-            out.add(i);
-        }
-        return List.copyOf(out);
-    }
-
-    private static Object instantiate(Object classOrName) {
-        try {
-            Class<?> c = classOrName instanceof Class<?> k ? k
-                    : Class.forName(classOrName.toString().trim(), true, Thread.currentThread().getContextClassLoader());
-            return c.getDeclaredConstructor().newInstance();
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalArgumentException("cannot create " + classOrName + ": it needs a public no-argument constructor", e);
-        }
-    }
-
-    private static int intValue(Map<String, Object> configs, String key, int fallback) {
-        Object v = configs.get(key);
-        return v == null ? fallback : Integer.parseInt(v.toString().trim());
-    }
-
     // ---- everything else is the internal KafkaConsumer's ----
 
     @Override public Set<TopicPartition> assignment() { return delegate.assignment(); }
@@ -514,17 +467,6 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     public void resume(Collection<TopicPartition> partitions) {
         delegate.resume(partitions);
         userPaused.removeAll(partitions);
-    }
-
-    /** The client-id Kafka tags this consumer's metrics with (configured or generated). */
-    private static String clientId(KafkaConsumer<?, ?> consumer) {
-        for (MetricName name : consumer.metrics().keySet()) {
-            String id = name.tags().get("client-id");
-            if (id != null) {
-                return id;
-            }
-        }
-        return "";
     }
 
     private static boolean hasMethod(Class<?> type, String name) {

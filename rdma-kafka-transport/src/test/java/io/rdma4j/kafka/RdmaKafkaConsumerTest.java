@@ -34,6 +34,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -79,6 +80,38 @@ public class RdmaKafkaConsumerTest {
         produce(topic, 6000, 1024, Map.of());
         assertSameAsPlain(topic, 3, 6000, Map.of());
         assertThat(exporter.remaps()).as("growing/rolled segments were re-registered").isPositive();
+    }
+
+    @Test
+    void theExporterClosesIdleConsumersKeepsBusyOnesAndAClosedOneReconnectsAtItsNextFetch() throws Exception {
+        String topic = topic(1, Map.of());
+        TopicPartition tp = new TopicPartition(topic, 0);
+        produce(topic, 300, 100, Map.of());
+        Map<String, Object> props = new HashMap<>(cluster.exporterProps("127.0.0.1:0"));
+        props.put(ExporterConfig.CONNECTIONS_MAX_IDLE, "800");
+        try (LogExporter shortIdle = LogExporter.start(ExporterConfig.fromProperties(props));
+             Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", address(shortIdle),
+                     RdmaConsumerConfig.KEEPALIVE, "200"))) {
+            c.assign(List.of(tp));
+            assertThat(pollUntil(c, 300)).hasSize(300);
+            long busyUntil = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(2000);
+            while (System.nanoTime() < busyUntil) { // caught up: READs of the watermark only, and keepalives
+                assertThat(c.poll(Duration.ofMillis(50)).count()).isZero();
+            }
+            assertThat(shortIdle.idleConnectionsClosed()).as("a polling consumer's keepalives keep it open").isZero();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (shortIdle.idleConnectionsClosed() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(100); // the consumer does not poll: no keepalive
+            }
+            assertThat(shortIdle.idleConnectionsClosed()).as("closed after 800 ms without a request").isEqualTo(1);
+            long rdmaBefore = ((RdmaKafkaConsumer<String, String>) c).rdmaRecords();
+            produce(topic, 100, 100, Map.of());
+            assertThat(pollUntil(c, 100)).hasSize(100);
+            assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords() - rdmaBefore).as("read by RDMA again").isPositive();
+            assertThat(c.metrics().entrySet().stream().filter(e -> e.getKey().name().equals("exporter-reconnects-total"))
+                    .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue()).sum()).as("the reconnect counted")
+                    .isEqualTo(1.0);
+        }
     }
 
     @ParameterizedTest

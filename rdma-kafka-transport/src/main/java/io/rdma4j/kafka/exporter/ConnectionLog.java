@@ -26,8 +26,12 @@ final class ConnectionLog {
         this.kafkaPrincipal = kafkaPrincipal;
     }
 
-    void accepted(RdmaConnection connection) {
-        LOG.debug("accepted a connection from {} over {}", connection.remoteAddress(), connection.provider());
+    /** What the listener runs for each accepted connection: logs it at DEBUG, then {@code next}. */
+    java.util.function.Consumer<RdmaConnection> accepting(java.util.function.Consumer<RdmaConnection> next) {
+        return connection -> {
+            LOG.debug("accepted a connection from {} over {}", connection.remoteAddress(), connection.provider());
+            next.accept(connection);
+        };
     }
 
     /** A directory request arrived on {@code context}'s connection. */

@@ -33,6 +33,9 @@ import java.util.Properties;
  *   on it, as the cluster's authorizer decides (consumers prove a delegation token; see {@link TopicReadAuthorizer});
  *   {@code auto} (default): {@code true} when the cluster has an authorizer ({@link AclMode}); {@code false}: serve
  *   every exported topic</td></tr>
+ * <tr><td>rdma.exporter.connections.max.idle.ms</td><td>a consumer connection without a request for this long is
+ *   closed (default 600000, as the broker's {@code connections.max.idle.ms}); consumers reading by READ alone send a
+ *   keepalive every {@code rdma.fetch.keepalive.ms}, which must be shorter</td></tr>
  * <tr><td>rdma.exporter.acl.cache.ms</td><td>how long a decision per token and topic is kept (default 30000)</td></tr>
  * <tr><td>rdma.exporter.token.mechanism</td><td>the SCRAM mechanism delegation tokens authenticate with
  *   (default SCRAM-SHA-512)</td></tr>
@@ -43,7 +46,7 @@ import java.util.Properties;
 public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSocketAddress listenAddress,
                              Duration watermarkInterval, Duration retireGrace, boolean exportInternalTopics,
                              AclMode acls, Duration aclCache, String tokenMechanism,
-                             Map<String, Object> adminProperties, TransportConfig transport) {
+                             Map<String, Object> adminProperties, TransportConfig transport, Duration connectionsMaxIdle) {
 
     public static final String PREFIX = "rdma.exporter.";
     public static final String LOG_DIRS = PREFIX + "log.dirs";
@@ -56,10 +59,11 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
     public static final String ACLS = PREFIX + "acls";
     public static final String ACL_CACHE = PREFIX + "acl.cache.ms";
     public static final String TOKEN_MECHANISM = PREFIX + "token.mechanism";
+    public static final String CONNECTIONS_MAX_IDLE = PREFIX + "connections.max.idle.ms";
     public static final String ADMIN_PREFIX = PREFIX + "admin.";
     /** Every {@code rdma.exporter.*} key besides those under {@link #ADMIN_PREFIX}. */
     public static final java.util.Set<String> KEYS = java.util.Set.of(LOG_DIRS, BOOTSTRAP, LISTEN, PORT_OFFSET, INTERVAL, GRACE,
-            INTERNAL_TOPICS, ACLS, ACL_CACHE, TOKEN_MECHANISM);
+            INTERNAL_TOPICS, ACLS, ACL_CACHE, TOKEN_MECHANISM, CONNECTIONS_MAX_IDLE);
 
     public ExporterConfig {
         if (logDirs.isEmpty()) {
@@ -70,6 +74,9 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
         }
         if (watermarkInterval.isNegative() || watermarkInterval.isZero()) {
             throw new IllegalArgumentException(INTERVAL + " must be positive");
+        }
+        if (connectionsMaxIdle.isNegative() || connectionsMaxIdle.isZero()) {
+            throw new IllegalArgumentException(CONNECTIONS_MAX_IDLE + " must be positive");
         }
         if (acls == AclMode.ON && !adminOnSasl(adminProperties)) {
             throw new IllegalArgumentException(ACLS + "=true " + cannotCheck(adminProperties, tokenMechanism));
@@ -120,7 +127,7 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
                 millis(props, INTERVAL, "50"), millis(props, GRACE, "5000"), bool(props, INTERNAL_TOPICS),
                 AclMode.parse(ACLS, string(props, ACLS, "auto")), millis(props, ACL_CACHE, "30000"),
                 string(props, TOKEN_MECHANISM, "SCRAM-SHA-512"), admin,
-                TransportConfig.fromProperties(transportProps, "rdma."));
+                TransportConfig.fromProperties(transportProps, "rdma."), millis(props, CONNECTIONS_MAX_IDLE, "600000"));
     }
 
     public static ExporterConfig fromProperties(Properties props) {

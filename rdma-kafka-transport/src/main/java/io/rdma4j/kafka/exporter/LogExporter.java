@@ -2,7 +2,6 @@ package io.rdma4j.kafka.exporter;
 
 import io.rdma4j.core.RdmaListener;
 import io.rdma4j.core.RdmaTransport;
-import io.rdma4j.core.RegisteredRegion;
 import io.rdma4j.core.RequestContext;
 import io.rdma4j.core.RequestHandlers;
 import io.rdma4j.core.RequestRefusedException;
@@ -24,12 +23,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -78,10 +75,11 @@ public final class LogExporter implements AutoCloseable {
     /** Whether a topic is served only to consumers that may READ it ({@code rdma.exporter.acls}). */
     private final AclGate acls;
     private final ConnectionLog connections;
+    private final IdleConsumers idle;
     private final RdmaListener listener;
     private final ScheduledExecutorService refresher;
     private final Map<TopicPartition, PartitionExport> partitions = new ConcurrentHashMap<>();
-    private final ArrayDeque<Retired> retired = new ArrayDeque<>();
+    private final RetiredRegions retired;
     private final AtomicLong adminRequests = new AtomicLong();
     private final AtomicLong refreshes = new AtomicLong();
     private final AtomicLong directoryRequests = new AtomicLong();
@@ -95,9 +93,6 @@ public final class LogExporter implements AutoCloseable {
     private volatile boolean closed;
     /** Set once the constructor has made the Admin client and ACL gate that requests need. */
     private volatile boolean ready;
-
-    private record Retired(RegisteredRegion region, Arena arena, long closeAtNanos) {
-    }
 
     /**
      * How long a sidecar's start waits for the cluster to say whether it has an authorizer
@@ -159,10 +154,13 @@ public final class LogExporter implements AutoCloseable {
         // Every exporter answers proofs, with whether it checks: consumers that prove a token read only where it does.
         // Listening comes first, so that a port in use fails the start before the Admin client reaches for the cluster;
         // a request in the moment before the Admin client exists is refused (the consumer falls back, then retries).
-        RequestHandlers handlers = RequestHandlers.of(RequestTypes.KAFKA_DIRECTORY, (body, context) -> started().answerDirectory(body, context))
-                .and(RequestTypes.KAFKA_ABORTED_TRANSACTIONS, (body, context) -> started().answerAbortedTransactions(body, context))
-                .and(RequestTypes.KAFKA_AUTHENTICATE, (body, context) -> started().acls.authenticate(body, context));
-        this.listener = transport.listen(config.listenAddress(), handlers, connections::accepted);
+        this.idle = new IdleConsumers(config.connectionsMaxIdle());
+        this.retired = new RetiredRegions(config.retireGrace());
+        RequestHandlers handlers = RequestHandlers.of(RequestTypes.KAFKA_DIRECTORY, idle.touching((body, context) -> started().answerDirectory(body, context)))
+                .and(RequestTypes.KAFKA_ABORTED_TRANSACTIONS, idle.touching((body, context) -> started().answerAbortedTransactions(body, context)))
+                .and(RequestTypes.KAFKA_AUTHENTICATE, idle.touching((body, context) -> started().acls.authenticate(body, context)))
+                .and(RequestTypes.KAFKA_KEEPALIVE, idle.touching(IdleConsumers.KEEPALIVE));
+        this.listener = transport.listen(config.listenAddress(), handlers, connections.accepting(idle::accepted));
         try {
             this.admin = Admin.create(adminProps);
             this.acls = new AclGate(config, admin, adminProps);
@@ -195,6 +193,11 @@ public final class LogExporter implements AutoCloseable {
      */
     public long adminRequests() {
         return adminRequests.get();
+    }
+
+    /** Consumer connections closed after {@code rdma.exporter.connections.max.idle.ms} without a request. */
+    public long idleConnectionsClosed() {
+        return idle.closed();
     }
 
     public long refreshes() {
@@ -270,7 +273,7 @@ public final class LogExporter implements AutoCloseable {
     public void refresh() throws IOException, InterruptedException {
         discoverPartitions();
         if (partitions.isEmpty()) {
-            closeDueRetired(false);
+            retired.closeDue(false);
             return;
         }
         Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
@@ -330,7 +333,7 @@ public final class LogExporter implements AutoCloseable {
             }
         }
         refreshes.incrementAndGet();
-        closeDueRetired(false);
+        retired.closeDue(false);
         if (failed != null) {
             throw failed;
         }
@@ -399,7 +402,7 @@ public final class LogExporter implements AutoCloseable {
             }
         }
         for (var e : found.entrySet()) {
-            partitions.computeIfAbsent(e.getKey(), tp -> new PartitionExport(tp, e.getValue(), transport, mapper, this::retire,
+            partitions.computeIfAbsent(e.getKey(), tp -> new PartitionExport(tp, e.getValue(), transport, mapper, retired,
                     config.retireGrace()));
         }
         for (var it = partitions.entrySet().iterator(); it.hasNext(); ) {
@@ -411,22 +414,6 @@ public final class LogExporter implements AutoCloseable {
         }
     }
 
-    private void retire(RegisteredRegion region, Arena arena) {
-        synchronized (retired) {
-            retired.add(new Retired(region, arena, System.nanoTime() + config.retireGrace().toNanos()));
-        }
-    }
-
-    private void closeDueRetired(boolean all) {
-        synchronized (retired) {
-            while (!retired.isEmpty() && (all || retired.peek().closeAtNanos() - System.nanoTime() <= 0)) {
-                Retired r = retired.poll();
-                r.region().close();
-                r.arena().close();
-            }
-        }
-    }
-
     private void refreshQuietly() {
         if (closed) {
             return;
@@ -434,6 +421,7 @@ public final class LogExporter implements AutoCloseable {
         try {
             acls.sweep();
             connections.sweep();
+            idle.closeIdle();
             refresh();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -535,7 +523,7 @@ public final class LogExporter implements AutoCloseable {
         admin.close(java.time.Duration.ofSeconds(5));
         partitions.values().forEach(PartitionExport::close);
         partitions.clear();
-        closeDueRetired(true);
+        retired.closeDue(true);
         transport.close();
     }
 }

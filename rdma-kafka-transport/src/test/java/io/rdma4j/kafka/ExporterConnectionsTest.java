@@ -1,0 +1,59 @@
+package io.rdma4j.kafka;
+
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaListener;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RequestHandler;
+import io.rdma4j.core.RequestHandlers;
+import io.rdma4j.core.RequestTypes;
+import io.rdma4j.core.TransportConfig;
+import org.junit.jupiter.api.Test;
+
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** A consumer's exporter connections on real tcp transports: idle ones close, used ones get keepalives, reconnects count. */
+class ExporterConnectionsTest {
+
+    private static final TransportConfig TCP = TransportConfig.fromProperties(Map.of("p.provider", "tcp"), "p.");
+
+    @Test
+    void anExporterLeftUnusedIsLetGoAndConnectingAgainCounts() throws Exception {
+        AtomicInteger keepalives = new AtomicInteger();
+        RequestHandlers handlers = RequestHandlers.of(RequestTypes.KAFKA_KEEPALIVE,
+                RequestHandler.answering((body, context) -> {
+                    keepalives.incrementAndGet();
+                    return ByteBuffer.allocate(0);
+                }));
+        AtomicInteger reconnects = new AtomicInteger();
+        try (RdmaTransport exporters = RdmaTransport.open(TCP); RdmaTransport consumer = RdmaTransport.open(TCP)) {
+            InetSocketAddress loopback = new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
+            RdmaListener a = exporters.listen(loopback, handlers);
+            RdmaListener b = exporters.listen(loopback, handlers);
+            ExporterConnections.Timing timing = new ExporterConnections.Timing(Duration.ofSeconds(1), Duration.ofMillis(100),
+                    Duration.ofMillis(300));
+            try (ExporterConnections connections = new ExporterConnections(consumer, timing, null, reconnects::incrementAndGet)) {
+                RdmaConnection toA = connections.get(a.localAddress());
+                assertThat(toA.isOpen()).isTrue();
+                long until = System.nanoTime() + Duration.ofMillis(600).toNanos();
+                while (System.nanoTime() < until) { // only B is used from now on
+                    assertThat(connections.get(b.localAddress()).isOpen()).isTrue();
+                    Thread.sleep(20);
+                }
+                assertThat(toA.isOpen()).as("A unused for longer than connections.max.idle.ms").isFalse();
+                assertThat(keepalives.get()).as("B, used, got keepalives every 100 ms").isGreaterThanOrEqualTo(3);
+                assertThat(reconnects.get()).isZero();
+                RdmaConnection again = connections.get(a.localAddress());
+                assertThat(again).isNotSameAs(toA);
+                assertThat(again.isOpen()).isTrue();
+                assertThat(reconnects.get()).as("connecting to A again counts").isEqualTo(1);
+            }
+        }
+    }
+}
