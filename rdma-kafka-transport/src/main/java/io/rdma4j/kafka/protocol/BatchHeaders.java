@@ -11,11 +11,9 @@ import java.nio.ByteOrder;
 public final class BatchHeaders {
 
     /** baseOffset(8) + batchLength(4): the batch length counts the bytes after these 12. */
-    public static final int LOG_OVERHEAD = 12;
+    public static final int LOG_OVERHEAD = BatchLayout.LOG_OVERHEAD;
     /** Bytes up to and including lastOffsetDelta. */
-    public static final int HEADER_PREFIX = 27;
-    private static final int MAGIC_OFFSET = 16;
-    private static final int LAST_OFFSET_DELTA_OFFSET = 23;
+    public static final int HEADER_PREFIX = BatchLayout.BASE_TIMESTAMP;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
@@ -37,12 +35,12 @@ public final class BatchHeaders {
         long next = nextOffset;
         long end = Math.min(limit, log.byteSize());
         while (pos + HEADER_PREFIX <= end) {
-            if (log.get(ValueLayout.JAVA_BYTE, pos + MAGIC_OFFSET) != 2) {
+            if (log.get(ValueLayout.JAVA_BYTE, pos + BatchLayout.MAGIC) != BatchLayout.MAGIC_V2) {
                 break; // Not a v2 batch: nothing past here is served.
             }
-            long base = log.get(LONG, pos);
-            long batchEnd = pos + LOG_OVERHEAD + (log.get(INT, pos + 8) & 0xffffffffL);
-            long lastOffset = base + log.get(INT, pos + LAST_OFFSET_DELTA_OFFSET);
+            long base = log.get(LONG, pos + BatchLayout.BASE_OFFSET);
+            long batchEnd = pos + LOG_OVERHEAD + (log.get(INT, pos + BatchLayout.BATCH_LENGTH) & 0xffffffffL);
+            long lastOffset = base + log.get(INT, pos + BatchLayout.LAST_OFFSET_DELTA);
             if (batchEnd > end || lastOffset >= stopOffset) {
                 break;
             }
@@ -57,6 +55,6 @@ public final class BatchHeaders {
         if (pos + LOG_OVERHEAD > log.byteSize()) {
             return -1;
         }
-        return LOG_OVERHEAD + (log.get(INT, pos + 8) & 0xffffffffL);
+        return LOG_OVERHEAD + (log.get(INT, pos + BatchLayout.BATCH_LENGTH) & 0xffffffffL);
     }
 }

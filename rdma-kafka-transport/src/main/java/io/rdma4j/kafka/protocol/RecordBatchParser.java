@@ -26,10 +26,6 @@ import java.util.zip.CRC32C;
  */
 public final class RecordBatchParser {
 
-    private static final int CRC_OFFSET = 17;
-    private static final int ATTRIBUTES_OFFSET = 21;
-    private static final int PRODUCER_ID_OFFSET = 43;
-    private static final int RECORDS_OFFSET = 61;
     /** A control record's key: version int16, type int16. */
     private static final int CONTROL_KEY_BYTES = 4;
     /** {@code ControlRecordType.ABORT}'s type id. */
@@ -43,19 +39,19 @@ public final class RecordBatchParser {
 
     /** One v2 batch, a view of the buffer it was parsed from. */
     public record Batch(ByteBuffer bytes) {
-        public long baseOffset() { return bytes.getLong(0); }
+        public long baseOffset() { return bytes.getLong(BatchLayout.BASE_OFFSET); }
         public int sizeInBytes() { return bytes.limit(); }
-        public int partitionLeaderEpoch() { return bytes.getInt(12); }
-        public int attributes() { return bytes.getShort(ATTRIBUTES_OFFSET); }
-        public long lastOffset() { return baseOffset() + bytes.getInt(23); }
+        public int partitionLeaderEpoch() { return bytes.getInt(BatchLayout.PARTITION_LEADER_EPOCH); }
+        public int attributes() { return bytes.getShort(BatchLayout.ATTRIBUTES); }
+        public long lastOffset() { return baseOffset() + bytes.getInt(BatchLayout.LAST_OFFSET_DELTA); }
         public long nextOffset() { return lastOffset() + 1; }
-        public long baseTimestamp() { return bytes.getLong(27); }
-        public long maxTimestamp() { return bytes.getLong(35); }
-        public int recordCount() { return bytes.getInt(57); }
-        public boolean isControlBatch() { return (attributes() & 0x20) != 0; }
-        public boolean isTransactional() { return (attributes() & 0x10) != 0; }
+        public long baseTimestamp() { return bytes.getLong(BatchLayout.BASE_TIMESTAMP); }
+        public long maxTimestamp() { return bytes.getLong(BatchLayout.MAX_TIMESTAMP); }
+        public int recordCount() { return bytes.getInt(BatchLayout.RECORD_COUNT); }
+        public boolean isControlBatch() { return (attributes() & BatchLayout.CONTROL) != 0; }
+        public boolean isTransactional() { return (attributes() & BatchLayout.TRANSACTIONAL) != 0; }
         /** The producer of the batch; negative (-1) for batches written without one. */
-        public long producerId() { return bytes.getLong(PRODUCER_ID_OFFSET); }
+        public long producerId() { return bytes.getLong(BatchLayout.PRODUCER_ID); }
 
         /**
          * Whether this is a control batch whose first record is an abort marker, its key read as Kafka's
@@ -89,12 +85,12 @@ public final class RecordBatchParser {
 
         /** Verifies the CRC32C over attributes..end, as {@code RecordBatch.ensureValid()} does. */
         public void ensureValid() {
-            if (bytes.limit() < RECORDS_OFFSET) {
+            if (bytes.limit() < BatchLayout.RECORDS) {
                 throw new CorruptRecordException("record batch of " + bytes.limit() + " bytes is shorter than its header");
             }
             CRC32C crc = new CRC32C();
-            crc.update(bytes.duplicate().position(ATTRIBUTES_OFFSET));
-            long stored = bytes.getInt(CRC_OFFSET) & 0xffffffffL;
+            crc.update(bytes.duplicate().position(BatchLayout.ATTRIBUTES));
+            long stored = bytes.getInt(BatchLayout.CRC) & 0xffffffffL;
             if (crc.getValue() != stored) {
                 throw new CorruptRecordException("record batch at offset " + baseOffset() + " is corrupt (stored crc = "
                         + stored + ", computed crc = " + crc.getValue() + ")");
@@ -111,7 +107,7 @@ public final class RecordBatchParser {
          * supplier (one per thread, as it is not thread-safe) saves allocating e.g. lz4's 64 KiB block buffer per batch.
          */
         public List<ParsedRecord> records(BufferSupplier decompressionBuffers) {
-            ByteBuffer records = bytes.duplicate().position(RECORDS_OFFSET).slice().order(ByteOrder.BIG_ENDIAN);
+            ByteBuffer records = bytes.duplicate().position(BatchLayout.RECORDS).slice().order(ByteOrder.BIG_ENDIAN);
             int codec = attributes() & 0x07;
             if (codec != 0) {
                 records = inflate(codec, records, decompressionBuffers);
@@ -235,12 +231,12 @@ public final class RecordBatchParser {
         List<Batch> out = new ArrayList<>();
         int pos = 0;
         while (pos + BatchHeaders.LOG_OVERHEAD <= in.limit()) {
-            long size = BatchHeaders.LOG_OVERHEAD + (in.getInt(pos + 8) & 0xffffffffL);
+            long size = BatchLayout.LOG_OVERHEAD + (in.getInt(pos + BatchLayout.BATCH_LENGTH) & 0xffffffffL);
             if (pos + size > in.limit()) {
                 break;
             }
-            if (in.get(pos + 16) != 2) {
-                throw new CorruptRecordException("unsupported record batch magic " + in.get(pos + 16) + " at byte " + pos
+            if (in.get(pos + BatchLayout.MAGIC) != BatchLayout.MAGIC_V2) {
+                throw new CorruptRecordException("unsupported record batch magic " + in.get(pos + BatchLayout.MAGIC) + " at byte " + pos
                         + ": only v2 batches (Kafka 0.11+) are served by RDMA");
             }
             out.add(new Batch(in.slice(pos, (int) size).order(ByteOrder.BIG_ENDIAN)));
