@@ -119,6 +119,21 @@ class ExporterJarIT {
         }
     }
 
+    /** On a java older than 25 (the machines' default OpenJDK 17, or RDMA4J_OLD_JAVA): one line naming the JDK to use. */
+    @Test
+    void exporterJarOnAnOlderJavaSaysWhichJdkToUse() throws Exception {
+        Path oldJava = Path.of(System.getenv().getOrDefault("RDMA4J_OLD_JAVA", "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"));
+        assertThat(oldJava).as("a java older than 25 to run the jar with: install OpenJDK 17 (the machines' default java,"
+                + " e.g. apt-get install openjdk-17-jdk-headless) or set RDMA4J_OLD_JAVA to one").isExecutable();
+        Path jar = Path.of(System.getProperty("rdma4j.exporterJar", "(rdma4j.exporterJar not set)"));
+        Process p = new ProcessBuilder(oldJava.toString(), "-jar", jar.toAbsolutePath().toString()).redirectErrorStream(true).start();
+        String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(output.lines().toList()).as(output).singleElement().asString()
+                .startsWith("rdma4j Kafka exporter needs Java 25 or later; this is Java ").contains("Run it with a JDK 25 java");
+        assertThat(p.exitValue()).isNotZero();
+    }
+
     private static void assertOneLineAndStatus2(List<String> common, List<String> more, String expected) throws Exception {
         Path jar = Path.of(System.getProperty("rdma4j.exporterJar", "(rdma4j.exporterJar not set)"));
         List<String> command = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
