@@ -71,14 +71,25 @@ final class RdmaFetchMetrics implements AutoCloseable {
     }
 
     RdmaFetchMetrics(String clientId) {
+        this(clientId, true);
+    }
+
+    /** Counts for a fetcher that reports to no consumer's {@code metrics()} nor to JMX (the fetcher's own tests). */
+    static RdmaFetchMetrics detached() {
+        return new RdmaFetchMetrics("detached", false);
+    }
+
+    private RdmaFetchMetrics(String clientId, boolean jmx) {
         this.tags = Map.of("client-id", clientId);
         this.metrics = new Metrics(new MetricConfig().tags(tags), new ArrayList<>(), Time.SYSTEM); // addReporter adds to it
         // Every registry counts its metrics under the same name as the internal consumer's (kafka-metrics-count);
         // dropped before JMX sees it, so neither metrics() nor JMX shows a second one.
         metrics.removeMetric(metrics.metricName("count", "kafka-metrics-count"));
-        JmxReporter jmx = new JmxReporter();
-        jmx.contextChange(new KafkaMetricsContext("kafka.consumer"));
-        metrics.addReporter(jmx);
+        if (jmx) {
+            JmxReporter reporter = new JmxReporter();
+            reporter.contextChange(new KafkaMetricsContext("kafka.consumer"));
+            metrics.addReporter(reporter);
+        }
         records = metrics.sensor("rdma-records");
         records.add(new Meter(name("records-rdma-rate", "The average number of records per second returned from RDMA reads"),
                 name("records-rdma-total", "The total number of records returned from RDMA reads")));

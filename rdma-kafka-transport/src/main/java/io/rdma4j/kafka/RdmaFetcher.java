@@ -109,7 +109,7 @@ final class RdmaFetcher implements AutoCloseable {
         }
     }
 
-    /** Null where nobody reads them (unit tests of the fetcher alone). */
+    /** Never null: a fetcher whose counts nobody reads gets {@link RdmaFetchMetrics#detached()}. */
     private final RdmaFetchMetrics metrics;
     /**
      * {@code isolation.level=read_committed}: nothing at or above the last stable offset is returned, and aborted
@@ -118,7 +118,8 @@ final class RdmaFetcher implements AutoCloseable {
     private final boolean readCommitted;
 
     RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff) {
-        this(transport, ExporterLocator.fixed(exporter), null, ExporterConnections.Timing.of(reconnectBackoff), null, false, true, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES);
+        this(transport, ExporterLocator.fixed(exporter), null, ExporterConnections.Timing.of(reconnectBackoff), RdmaFetchMetrics.detached(),
+                false, true, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES);
     }
 
     /** @param credentials the token proved to exporters that check Kafka ACLs; null to prove none */
@@ -129,7 +130,7 @@ final class RdmaFetcher implements AutoCloseable {
         this.readCommitted = readCommitted;
         this.transport = transport;
         this.locator = locator;
-        this.connections = new ExporterConnections(transport, timing, credentials, metrics == null ? () -> { } : metrics::exporterReconnected);
+        this.connections = new ExporterConnections(transport, timing, credentials, metrics::exporterReconnected);
         this.pool = transport.createBufferPool(PoolConfig.defaults());
         this.decoder = decodeAhead
                 ? Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("rdma4j-kafka-decoder").factory()) : null;
@@ -173,14 +174,12 @@ final class RdmaFetcher implements AutoCloseable {
     <K, V> Result fetch(TopicPartition tp, long position, int maxRecords, int maxBytes,
                         Deserializer<K> keys, Deserializer<V> values) {
         Result r = fetchWithRetry(tp, position, maxRecords, maxBytes, keys, values);
-        if (metrics != null) {
-            switch (r) {
-                case Records<?, ?> records -> {
-                    metrics.records(tp, records.records().size());
-                    metrics.lag(tp, Math.max(0, records.highWatermark() - records.nextOffset()));
-                }
-                case Fallback f -> metrics.fallback(f.kind());
+        switch (r) {
+            case Records<?, ?> records -> {
+                metrics.records(tp, records.records().size());
+                metrics.lag(tp, Math.max(0, records.highWatermark() - records.nextOffset()));
             }
+            case Fallback f -> metrics.fallback(f.kind());
         }
         return r;
     }
@@ -215,9 +214,7 @@ final class RdmaFetcher implements AutoCloseable {
                 return giveUp(tp, FallbackReason.NOT_AUTHORIZED, e.getMessage());
             } catch (CorruptRecordException e) {
                 crcFailures.increment();
-                if (metrics != null) {
-                    metrics.crcFailure();
-                }
+                metrics.crcFailure();
                 drop(tp);
                 LOG.warn("RDMA-read batch of {} failed its CRC check, fetching it through Kafka instead: {}", tp, e.getMessage());
                 return new Fallback(FallbackReason.CORRUPT_BATCH, "corrupt batch: " + e.getMessage());
@@ -232,9 +229,7 @@ final class RdmaFetcher implements AutoCloseable {
                     return giveUp(tp, FallbackReason.READ_FAILED, e.toString());
                 }
                 reconnects.increment();
-                if (metrics != null) {
-                    metrics.retry();
-                }
+                metrics.retry();
                 LOG.debug("RDMA fetch of {} failed ({}); looking it up again{}", tp, e.toString(), c.isOpen() ? "" : " on a new connection");
             }
         }
@@ -327,7 +322,7 @@ final class RdmaFetcher implements AutoCloseable {
         long verifiedBytes = 0;
         try {
             DecodedBatches decoded = range.await();
-            if (metrics != null && range.readNanos() > 0) {
+            if (range.readNanos() > 0) {
                 metrics.readNanos(range.readNanos());
             }
             long first = BatchHeaders.batchSize(range.bytes(), 0);
@@ -424,7 +419,7 @@ final class RdmaFetcher implements AutoCloseable {
             // Once per fetch, not per batch: a Kafka sensor records under a lock and with a clock read.
             batches.add(verifiedBatches);
             bytes.add(verifiedBytes);
-            if (metrics != null && verifiedBatches > 0) {
+            if (verifiedBatches > 0) {
                 metrics.batches(verifiedBatches, verifiedBytes);
             }
         }
@@ -444,9 +439,7 @@ final class RdmaFetcher implements AutoCloseable {
     private void timedRead(RdmaConnection c, io.rdma4j.core.RegionDescriptor region, long offset, MemorySegment into) {
         long start = System.nanoTime();
         c.readAndWait(region, offset, into);
-        if (metrics != null) {
-            metrics.readNanos(System.nanoTime() - start);
-        }
+        metrics.readNanos(System.nanoTime() - start);
     }
 
     private Watermark readWatermark(RdmaConnection c, PartitionState st) {

@@ -136,7 +136,7 @@ class LyingExporterTest {
                     System.currentTimeMillis(), Watermark.UNKNOWN_LEADER).writeTo(watermark.segment());
             lastStable.accept(5);
             AbortedTransactions.Aborted aborted = new AbortedTransactions.Aborted(a, 0, 3);
-            try (RdmaFetcher committed = new RdmaFetcher(consumer, ExporterLocator.fixed(listener.localAddress()), null, ExporterConnections.Timing.of(Duration.ofSeconds(1)), null, true, true,
+            try (RdmaFetcher committed = new RdmaFetcher(consumer, ExporterLocator.fixed(listener.localAddress()), null, ExporterConnections.Timing.of(Duration.ofSeconds(1)), RdmaFetchMetrics.detached(), true, true,
                     Long.MAX_VALUE);
                  RdmaFetcher uncommitted = new RdmaFetcher(consumer, listener.localAddress(), Duration.ofSeconds(1))) {
                 // read_uncommitted returns the aborted records and never asks
