@@ -4,6 +4,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.IntConsumer;
 
 /**
  * The send-queue work requests of one connection in post order, with the ids they were posted under.
@@ -43,6 +44,34 @@ final class PostedRequests {
     /** Removes and returns the oldest request, or null. */
     Pending poll() {
         return queue.poll();
+    }
+
+    /** What one send-queue completion finished: the request it names ({@code last}) and those posted before it. */
+    record Completed(Pending last, List<Pending> earlier) {
+    }
+
+    /**
+     * Removes the requests up to and including {@code wrId} (all of them when no request has that id), giving each
+     * one's send slot to {@code slotFreed}: a queue pair completes in order, so the unsignalled ones before a
+     * completion are done too.
+     */
+    Completed completeUpTo(long wrId, IntConsumer slotFreed) {
+        Pending last = null;
+        List<Pending> earlier = new ArrayList<>(0);
+        Pending p;
+        while ((p = queue.poll()) != null) {
+            if (p.sendSlot() >= 0) {
+                slotFreed.accept(p.sendSlot());
+            }
+            if (last != null) {
+                earlier.add(last);
+            }
+            last = p;
+            if (p.wrId() == wrId) {
+                break;
+            }
+        }
+        return new Completed(last, earlier);
     }
 
     /** Removes and returns everything still posted. */

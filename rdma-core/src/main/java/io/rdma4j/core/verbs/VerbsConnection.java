@@ -14,7 +14,6 @@ import io.rdma4j.nativeloader.Verbs;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
@@ -268,26 +267,10 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
 
     private void onSendCompletion(long wrId, int status) {
         // Usually one request completes; unsignalled ones of a chain posted before it complete with it.
-        PostedRequests.Pending last = null;
-        List<PostedRequests.Pending> earlier = null;
+        PostedRequests.Completed done;
         lock.lock();
         try {
-            PostedRequests.Pending p;
-            while ((p = posted.poll()) != null) {
-                if (p.sendSlot() >= 0) {
-                    messages.slotFreed(p.sendSlot());
-                }
-                if (last != null) {
-                    if (earlier == null) {
-                        earlier = new ArrayList<>();
-                    }
-                    earlier.add(last);
-                }
-                last = p;
-                if (p.wrId() == wrId) {
-                    break;
-                }
-            }
+            done = posted.completeUpTo(wrId, messages::slotFreed);
             if (status == WorkCompletions.SUCCESS && state == State.OPEN) {
                 messages.flush();
             }
@@ -300,13 +283,12 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
                     + Verbs.completionStatus(status) + "); the connection is closed"));
             reportClosed();
         }
-        if (earlier != null) {
-            for (PostedRequests.Pending e : earlier) {
-                if (e.future() != null) {
-                    e.future().complete(null);
-                }
+        for (PostedRequests.Pending e : done.earlier()) {
+            if (e.future() != null) {
+                e.future().complete(null);
             }
         }
+        PostedRequests.Pending last = done.last();
         if (last == null || last.future() == null) {
             return;
         }
