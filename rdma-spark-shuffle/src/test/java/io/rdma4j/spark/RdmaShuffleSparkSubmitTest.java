@@ -46,7 +46,9 @@ class RdmaShuffleSparkSubmitTest {
 
         List<String> readme = readmeSparkSubmit();
         int jars = readme.indexOf("--jars");
-        assertThat(readme.get(jars + 1)).as("the README names the shaded jar the build makes").isEqualTo(shaded.getFileName().toString());
+        // The README's path is relative to the repository root, where the user runs the build (this module's parent).
+        assertThat(Path.of("..").resolve(readme.get(jars + 1)).toAbsolutePath().normalize())
+                .as("the README names the shaded jar where the build makes it").isEqualTo(shaded.normalize());
         List<String> submit = new ArrayList<>(readme);
         submit.set(jars + 1, shaded.toString());
 
