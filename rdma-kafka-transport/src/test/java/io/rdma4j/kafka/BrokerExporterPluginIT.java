@@ -59,7 +59,7 @@ class BrokerExporterPluginIT {
             Map<String, Object> consumer = new HashMap<>(Map.of("bootstrap.servers", bootstrap,
                     "key.deserializer", StringDeserializer.class, "value.deserializer", StringDeserializer.class,
                     "enable.auto.commit", "false"));
-            List<RdmaKafkaConsumerTest.Seen> plain = readAll(new KafkaConsumer<>(consumer), topic);
+            List<KafkaFixtures.Seen> plain = readAll(new KafkaConsumer<>(consumer), topic);
             consumer.put("rdma.fetch.enabled", "true");
             consumer.put("rdma.exporter.port.offset", Integer.toString(PORT_OFFSET)); // the broker's port plus the offset
             consumer.put("rdma.provider", "tcp");
@@ -102,7 +102,7 @@ class BrokerExporterPluginIT {
     private static void createTopic(String bootstrap, String topic) throws Exception {
         try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
             admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get();
-            RdmaKafkaConsumerTest.awaitLeaders(admin, Map.of(new TopicPartition(topic, 0), OffsetSpec.latest(),
+            KafkaFixtures.awaitLeaders(admin, Map.of(new TopicPartition(topic, 0), OffsetSpec.latest(),
                     new TopicPartition(topic, 1), OffsetSpec.latest()));
         }
     }
@@ -113,7 +113,7 @@ class BrokerExporterPluginIT {
         List<Future<RecordMetadata>> acks = new ArrayList<>();
         try (KafkaProducer<String, String> p = new KafkaProducer<>(producer)) {
             for (int i = from; i < from + count; i++) {
-                acks.add(p.send(new ProducerRecord<>(topic, "k" + i, RdmaKafkaConsumerTest.value(i, 300))));
+                acks.add(p.send(new ProducerRecord<>(topic, "k" + i, KafkaFixtures.value(i, 300))));
             }
         }
         for (Future<RecordMetadata> ack : acks) {
@@ -172,23 +172,23 @@ class BrokerExporterPluginIT {
         }
     }
 
-    private static List<RdmaKafkaConsumerTest.Seen> readAll(Consumer<String, String> c, String topic) {
+    private static List<KafkaFixtures.Seen> readAll(Consumer<String, String> c, String topic) {
         return readAll(c, topic, 2000);
     }
 
-    private static List<RdmaKafkaConsumerTest.Seen> readAll(Consumer<String, String> c, String topic, int count) {
+    private static List<KafkaFixtures.Seen> readAll(Consumer<String, String> c, String topic, int count) {
         try (c) {
             List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
             c.assign(tps);
             c.seekToBeginning(tps);
-            List<RdmaKafkaConsumerTest.Seen> all = new ArrayList<>();
+            List<KafkaFixtures.Seen> all = new ArrayList<>();
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
             while (all.size() < count && System.nanoTime() < deadline) {
                 for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
-                    all.add(RdmaKafkaConsumerTest.Seen.of(r));
+                    all.add(KafkaFixtures.Seen.of(r));
                 }
             }
-            all.sort(java.util.Comparator.comparing(RdmaKafkaConsumerTest.Seen::partition)); // stable: keeps per-partition order
+            all.sort(java.util.Comparator.comparing(KafkaFixtures.Seen::partition)); // stable: keeps per-partition order
             return all;
         }
     }

@@ -6,12 +6,8 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -23,7 +19,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -200,18 +195,9 @@ class ExporterJarIT {
     private static void produce(String bootstrap) throws Exception {
         try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
             admin.createTopics(List.of(new NewTopic(TOPIC, 2, (short) 1))).all().get();
-            RdmaKafkaConsumerTest.awaitLeaders(admin, Map.of(new TopicPartition(TOPIC, 0), OffsetSpec.latest(),
+            KafkaFixtures.awaitLeaders(admin, Map.of(new TopicPartition(TOPIC, 0), OffsetSpec.latest(),
                     new TopicPartition(TOPIC, 1), OffsetSpec.latest()));
         }
-        List<Future<RecordMetadata>> acks = new ArrayList<>();
-        try (KafkaProducer<String, String> p = new KafkaProducer<>(Map.of("bootstrap.servers", bootstrap,
-                "key.serializer", StringSerializer.class, "value.serializer", StringSerializer.class))) {
-            for (int i = 0; i < RECORDS; i++) {
-                acks.add(p.send(new ProducerRecord<>(TOPIC, "key-" + i, "value-" + i)));
-            }
-        }
-        for (Future<RecordMetadata> ack : acks) {
-            ack.get();
-        }
+        KafkaFixtures.produceKeyed(bootstrap, TOPIC, RECORDS);
     }
 }

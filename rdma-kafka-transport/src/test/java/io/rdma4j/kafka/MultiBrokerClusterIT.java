@@ -89,7 +89,7 @@ class MultiBrokerClusterIT {
             rdmaProps.put("rdma.exporter.port", Integer.toString(port)); // No address: each partition's leader's exporter.
             rdmaProps.put("rdma.provider", "tcp");
             rdmaProps.put("rdma.fetch.fallback.backoff.ms", "200");
-            List<RdmaKafkaConsumerTest.Seen> got = new ArrayList<>();
+            List<KafkaFixtures.Seen> got = new ArrayList<>();
             log(started, "cluster up, topic created");
             produce(cluster, topic, 0, PER_PHASE);
             try (Consumer<String, String> c = RdmaConsumerFactory.create(rdmaProps, null, null)) {
@@ -150,7 +150,7 @@ class MultiBrokerClusterIT {
                 awaitRdmaFromLeaders(admin, c, rdma, got, topic, tps, port, cluster);
                 produce(cluster, topic, 3 * PER_PHASE, PER_PHASE);
                 pollUntil(c, got, 4 * PER_PHASE, cluster);
-                c.poll(Duration.ofMillis(500)).forEach(r -> got.add(RdmaKafkaConsumerTest.Seen.of(r)));
+                c.poll(Duration.ofMillis(500)).forEach(r -> got.add(KafkaFixtures.Seen.of(r)));
                 Map<Integer, Long> rdmaAtEnd = rdmaPerPartition(c, tps);
                 assertGrew(rdmaAfterElection, rdmaAtEnd, tps, "after the reassignment, fallbacks " + FetchFigures.fallbacks(c), cluster);
                 assertReadFromLeaders(admin, rdma, topic, tps, port);
@@ -167,7 +167,7 @@ class MultiBrokerClusterIT {
                 retention(admin, topic, org.apache.kafka.clients.admin.AlterConfigOp.OpType.DELETE); // keeps what comes next
                 produce(cluster, topic, 4 * PER_PHASE, PER_PHASE);
                 pollUntil(c, got, 5 * PER_PHASE, cluster);
-                c.poll(Duration.ofMillis(500)).forEach(r -> got.add(RdmaKafkaConsumerTest.Seen.of(r)));
+                c.poll(Duration.ofMillis(500)).forEach(r -> got.add(KafkaFixtures.Seen.of(r)));
                 assertGrew(rdmaAtEnd, rdmaPerPartition(c, tps), tps, "after retention deleted what was read, fallbacks " + FetchFigures.fallbacks(c),
                         cluster);
                 assertThat(sorted(got.subList(4 * PER_PHASE, got.size()))).as("what the RDMA consumer read after the deletion")
@@ -192,17 +192,17 @@ class MultiBrokerClusterIT {
         }
     }
 
-    private static List<RdmaKafkaConsumerTest.Seen> sorted(List<RdmaKafkaConsumerTest.Seen> seen) {
-        List<RdmaKafkaConsumerTest.Seen> out = new ArrayList<>(seen);
-        out.sort(Comparator.comparing(RdmaKafkaConsumerTest.Seen::partition)); // stable: keeps per-partition order
+    private static List<KafkaFixtures.Seen> sorted(List<KafkaFixtures.Seen> seen) {
+        List<KafkaFixtures.Seen> out = new ArrayList<>(seen);
+        out.sort(Comparator.comparing(KafkaFixtures.Seen::partition)); // stable: keeps per-partition order
         return out;
     }
 
     /** {@code count} records read by a KafkaConsumer from {@code from} (null: the beginning), sorted by partition. */
-    private static List<RdmaKafkaConsumerTest.Seen> readPlain(Map<String, Object> props, List<TopicPartition> tps,
+    private static List<KafkaFixtures.Seen> readPlain(Map<String, Object> props, List<TopicPartition> tps,
                                                               Map<TopicPartition, Long> from, int count,
                                                               List<KafkaBrokerProcess> cluster) {
-        List<RdmaKafkaConsumerTest.Seen> plain = new ArrayList<>();
+        List<KafkaFixtures.Seen> plain = new ArrayList<>();
         try (Consumer<String, String> c = new KafkaConsumer<>(props)) {
             c.assign(tps);
             if (from == null) {
@@ -266,17 +266,17 @@ class MultiBrokerClusterIT {
      */
     private static void assertRackConsumerReadsFromItsRack(Admin admin, Map<String, Object> rdmaProps, String topic,
                                                            List<TopicPartition> tps, int port,
-                                                           List<RdmaKafkaConsumerTest.Seen> expected) throws Exception {
+                                                           List<KafkaFixtures.Seen> expected) throws Exception {
         Map<String, Object> props = new HashMap<>(rdmaProps);
         props.put("client.rack", "rack-2");
-        List<RdmaKafkaConsumerTest.Seen> read = new ArrayList<>();
+        List<KafkaFixtures.Seen> read = new ArrayList<>();
         try (Consumer<String, String> c = RdmaConsumerFactory.create(props, null, null)) {
             RdmaKafkaConsumer<String, String> rdma = (RdmaKafkaConsumer<String, String>) c;
             c.assign(tps);
             c.seekToBeginning(tps);
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
             while (read.size() < expected.size() && System.nanoTime() < deadline) {
-                c.poll(Duration.ofMillis(200)).forEach(r -> read.add(RdmaKafkaConsumerTest.Seen.of(r)));
+                c.poll(Duration.ofMillis(200)).forEach(r -> read.add(KafkaFixtures.Seen.of(r)));
             }
             assertThat(rdma.rdmaRecords()).as("records of the rack-2 consumer by RDMA").isEqualTo(expected.size());
             TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
@@ -290,20 +290,20 @@ class MultiBrokerClusterIT {
             }
             assertThat(followerReads).as("partitions read from a follower in rack-2").isPositive();
         }
-        List<RdmaKafkaConsumerTest.Seen> sorted = new ArrayList<>(read);
-        sorted.sort(Comparator.comparing(RdmaKafkaConsumerTest.Seen::partition));
-        List<RdmaKafkaConsumerTest.Seen> want = new ArrayList<>(expected);
-        want.sort(Comparator.comparing(RdmaKafkaConsumerTest.Seen::partition));
+        List<KafkaFixtures.Seen> sorted = new ArrayList<>(read);
+        sorted.sort(Comparator.comparing(KafkaFixtures.Seen::partition));
+        List<KafkaFixtures.Seen> want = new ArrayList<>(expected);
+        want.sort(Comparator.comparing(KafkaFixtures.Seen::partition));
         assertThat(sorted).as("what the rack-2 consumer read").isEqualTo(want);
     }
 
     /** Polls until every partition is read by RDMA from its current leader's exporter again. */
     private static void awaitRdmaFromLeaders(Admin admin, Consumer<String, String> c, RdmaKafkaConsumer<?, ?> rdma,
-                                             List<RdmaKafkaConsumerTest.Seen> got, String topic, List<TopicPartition> tps,
+                                             List<KafkaFixtures.Seen> got, String topic, List<TopicPartition> tps,
                                              int port, List<KafkaBrokerProcess> cluster) throws Exception {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (true) {
-            c.poll(Duration.ofMillis(100)).forEach(r -> got.add(RdmaKafkaConsumerTest.Seen.of(r)));
+            c.poll(Duration.ofMillis(100)).forEach(r -> got.add(KafkaFixtures.Seen.of(r)));
             Map<TopicPartition, InetSocketAddress> want = new HashMap<>();
             for (TopicPartitionInfo info : admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions()) {
                 want.put(new TopicPartition(topic, info.partition()), info.leader() == null ? null
@@ -348,7 +348,7 @@ class MultiBrokerClusterIT {
         List<Future<RecordMetadata>> acks = new ArrayList<>();
         try (KafkaProducer<String, String> p = new KafkaProducer<>(producer)) {
             for (int i = from; i < from + count; i++) {
-                acks.add(p.send(new ProducerRecord<>(topic, i % PARTITIONS, "k" + i, RdmaKafkaConsumerTest.value(i, 300))));
+                acks.add(p.send(new ProducerRecord<>(topic, i % PARTITIONS, "k" + i, KafkaFixtures.value(i, 300))));
             }
         }
         for (Future<RecordMetadata> ack : acks) {
@@ -356,18 +356,18 @@ class MultiBrokerClusterIT {
         }
     }
 
-    private static void pollUntil(Consumer<String, String> c, List<RdmaKafkaConsumerTest.Seen> got, int count,
+    private static void pollUntil(Consumer<String, String> c, List<KafkaFixtures.Seen> got, int count,
                                   List<KafkaBrokerProcess> cluster) {
         long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
         while (got.size() < count && System.nanoTime() < deadline) {
             for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
-                got.add(RdmaKafkaConsumerTest.Seen.of(r));
+                got.add(KafkaFixtures.Seen.of(r));
             }
         }
         assertThat(got).as("records read within 90 s\n%s", tails(cluster)).hasSizeGreaterThanOrEqualTo(count);
     }
 
-    private static Map<Integer, Long> perPartition(List<RdmaKafkaConsumerTest.Seen> got) {
+    private static Map<Integer, Long> perPartition(List<KafkaFixtures.Seen> got) {
         Map<Integer, Long> out = new TreeMap<>();
         got.forEach(s -> out.merge(s.partition(), 1L, Long::sum));
         return out;

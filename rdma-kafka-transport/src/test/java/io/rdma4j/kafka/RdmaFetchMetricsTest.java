@@ -63,12 +63,12 @@ class RdmaFetchMetricsTest {
         try (LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")))) {
             produce(topic, 1000, exporter);
             // One RDMA read per partition holds the whole log, so every batch is read (and counted) exactly once.
-            try (Consumer<String, String> c = consumer("metrics-rdma", RdmaKafkaConsumerTest.address(exporter),
+            try (Consumer<String, String> c = consumer("metrics-rdma", KafkaFixtures.address(exporter),
                     Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100000"))) {
                 List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
                 c.assign(tps);
                 c.seekToBeginning(tps);
-                RdmaKafkaConsumerTest.pollUntil(c, 1000);
+                KafkaFixtures.pollUntil(c, 1000);
                 assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords()).isEqualTo(1000);
 
                 long[] log = logBytesAndBatches(topic, 2);
@@ -107,21 +107,21 @@ class RdmaFetchMetricsTest {
         String topic = topic(2);
         String id = "metrics-fallback";
         LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")));
-        try (Consumer<String, String> c = consumer(id, RdmaKafkaConsumerTest.address(exporter),
+        try (Consumer<String, String> c = consumer(id, KafkaFixtures.address(exporter),
                 Map.of("rdma.fetch.fallback.backoff.ms", "60000"))) {
             List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
             try {
                 produce(topic, 500, exporter);
                 c.assign(tps);
                 c.seekToBeginning(tps);
-                RdmaKafkaConsumerTest.pollUntil(c, 500);
+                KafkaFixtures.pollUntil(c, 500);
             } finally {
                 exporter.close();
             }
             produce(topic, 500, null);
             String log = capturingStandardError(() -> {
-                RdmaKafkaConsumerTest.pollUntil(c, 500); // the normal fetch path, the exporter being gone
-                RdmaKafkaConsumerTest.pollUntil(c, 0);
+                KafkaFixtures.pollUntil(c, 500); // the normal fetch path, the exporter being gone
+                KafkaFixtures.pollUntil(c, 0);
             });
             assertThat(rdma(c, id, "records-rdma-total")).isEqualTo(500.0);
             assertThat(standard(c, id, "records-consumed-total")).as("RDMA and normal fetch together").isEqualTo(1000.0);
@@ -147,7 +147,7 @@ class RdmaFetchMetricsTest {
         TopicPartition tp = new TopicPartition(topic, 0);
         try (LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")))) {
             produce(topic, 1000, exporter);
-            try (Consumer<String, String> c = consumer(id, RdmaKafkaConsumerTest.address(exporter),
+            try (Consumer<String, String> c = consumer(id, KafkaFixtures.address(exporter),
                     Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100"))) {
                 c.assign(List.of(tp));
                 c.seekToBeginning(List.of(tp));
@@ -167,7 +167,7 @@ class RdmaFetchMetricsTest {
                         Map.of("client-id", id, "topic", topic, "partition", "0"));
                 assertThat(value(c, standardLag)).isEqualTo(1000.0 - got);
                 assertThat(standard(c, id, "records-lag-max")).isEqualTo(1000.0 - got);
-                RdmaKafkaConsumerTest.pollUntil(c, 1000 - got);
+                KafkaFixtures.pollUntil(c, 1000 - got);
                 assertThat(value(c, lag)).as("caught up").isZero();
                 assertThat(value(c, standardLag)).as("caught up").isZero();
                 c.assign(List.of(new TopicPartition(topic(1), 0)));
@@ -260,7 +260,7 @@ class RdmaFetchMetricsTest {
         admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all().get();
         Map<TopicPartition, OffsetSpec> latest = new LinkedHashMap<>();
         IntStream.range(0, partitions).forEach(p -> latest.put(new TopicPartition(name, p), OffsetSpec.latest()));
-        RdmaKafkaConsumerTest.awaitLeaders(admin, latest);
+        KafkaFixtures.awaitLeaders(admin, latest);
         return name;
     }
 

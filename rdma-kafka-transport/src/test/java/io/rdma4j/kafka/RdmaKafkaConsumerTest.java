@@ -1,5 +1,6 @@
 package io.rdma4j.kafka;
 
+import io.rdma4j.kafka.KafkaFixtures.Seen;
 import io.rdma4j.core.metrics.OperationType;
 import io.rdma4j.kafka.exporter.ExporterConfig;
 import io.rdma4j.kafka.exporter.LogExporter;
@@ -7,14 +8,12 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
@@ -29,7 +28,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -37,11 +35,14 @@ import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import static io.rdma4j.kafka.KafkaFixtures.address;
+import static io.rdma4j.kafka.KafkaFixtures.awaitLeaders;
+import static io.rdma4j.kafka.KafkaFixtures.pollUntil;
+import static io.rdma4j.kafka.KafkaFixtures.value;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The RDMA consumer returns exactly what a plain KafkaConsumer returns, against a real 4.3.1 broker.
- * {@link Seen} and {@link #awaitLeaders} are public for the soft-RDMA lab's Kafka flow (it/lab-kafka).
  */
 public class RdmaKafkaConsumerTest {
 
@@ -61,17 +62,6 @@ public class RdmaKafkaConsumerTest {
         if (admin != null) admin.close();
         if (exporter != null) exporter.close();
         if (cluster != null) cluster.close();
-    }
-
-    /** A record reduced to what must match: partition, offset, key, value, headers, timestamp. */
-    public record Seen(int partition, long offset, String key, String value, List<String> headers, long timestamp) {
-        public static Seen of(ConsumerRecord<String, String> r) {
-            List<String> h = new ArrayList<>();
-            for (Header header : r.headers()) {
-                h.add(header.key() + "=" + Arrays.toString(header.value()));
-            }
-            return new Seen(r.partition(), r.offset(), r.key(), r.value(), h, r.timestamp());
-        }
     }
 
     @Test
@@ -1009,10 +999,6 @@ public class RdmaKafkaConsumerTest {
 
     // ---- helpers ----
 
-    static String address(LogExporter e) {
-        return "127.0.0.1:" + e.address().getPort();
-    }
-
     /** Both consumers read the topic from the start: the same records, every one by RDMA (counted per partition). */
     private void assertSameAsPlain(String topic, int partitions, int expected, Map<String, Object> extra) {
         assertSameAsPlain(topic, topic, partitions, expected, extra);
@@ -1102,23 +1088,6 @@ public class RdmaKafkaConsumerTest {
         return out;
     }
 
-    static List<Seen> pollUntil(Consumer<String, String> c, int count) {
-        return pollUntil(c, count, () -> { });
-    }
-
-    private static List<Seen> pollUntil(Consumer<String, String> c, int count, Runnable afterEachPoll) {
-        List<Seen> out = new ArrayList<>();
-        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        while (out.size() < count && System.nanoTime() < deadline) {
-            c.poll(Duration.ofMillis(200)).forEach(r -> out.add(Seen.of(r)));
-            afterEachPoll.run();
-        }
-        // One more poll: nothing beyond what was expected may show up (no duplicates).
-        c.poll(Duration.ofMillis(300)).forEach(r -> out.add(Seen.of(r)));
-        assertThat(out).as("records consumed").hasSize(count);
-        return out;
-    }
-
     String topic(int partitions, Map<String, String> configs) throws Exception {
         String name = "t-" + UUID.randomUUID().toString().substring(0, 8);
         admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs))).all().get();
@@ -1132,27 +1101,6 @@ public class RdmaKafkaConsumerTest {
         }
         awaitLeaders(admin, latest);
         return name;
-    }
-
-    /** Retries ListOffsets until every partition's leader answers (the Admin metadata may not know the topic yet). */
-    public static void awaitLeaders(Admin admin, Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> partitions) throws Exception {
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (true) {
-            try {
-                admin.listOffsets(partitions).all().get();
-                return;
-            } catch (java.util.concurrent.ExecutionException e) {
-                if (!(e.getCause() instanceof org.apache.kafka.common.errors.RetriableException) || System.nanoTime() > deadline) {
-                    throw e;
-                }
-                Thread.sleep(50);
-            }
-        }
-    }
-
-    static String value(int i, int size) {
-        String prefix = "v" + i + "-";
-        return prefix + "x".repeat(Math.max(0, size - prefix.length()));
     }
 
     /** Produces and checks that every record was acknowledged, so a lost send fails here and not as a short consume. */

@@ -3,7 +3,7 @@ package io.rdma4j.spring.boot.kafka;
 import io.rdma4j.core.metrics.OperationType;
 import io.rdma4j.kafka.KafkaBrokerProcess;
 import io.rdma4j.kafka.RdmaKafkaConsumer;
-import io.rdma4j.kafka.RdmaKafkaConsumerTest;
+import io.rdma4j.kafka.KafkaFixtures;
 import io.rdma4j.kafka.exporter.ExporterConfig;
 import io.rdma4j.kafka.exporter.LogExporter;
 import org.apache.kafka.clients.admin.Admin;
@@ -12,11 +12,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.test.KafkaClusterTestKit;
 import org.apache.kafka.common.test.TestKitNodes;
 import org.junit.jupiter.api.Test;
@@ -32,11 +28,9 @@ import org.springframework.kafka.core.ConsumerFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.Future;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -195,21 +189,12 @@ class RdmaKafkaListenerTest {
         try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
             admin.createTopics(List.of(new NewTopic(TOPIC, 2, (short) 1))).all().get();
             // Wait for the leaders: a produce before that fails NOT_LEADER and may lose its first batch.
-            RdmaKafkaConsumerTest.awaitLeaders(admin, Map.of(new TopicPartition(TOPIC, 0), OffsetSpec.latest(),
+            KafkaFixtures.awaitLeaders(admin, Map.of(new TopicPartition(TOPIC, 0), OffsetSpec.latest(),
                     new TopicPartition(TOPIC, 1), OffsetSpec.latest()));
         }
     }
 
     private static void produce(String bootstrap) throws Exception {
-        List<Future<RecordMetadata>> acks = new ArrayList<>();
-        try (KafkaProducer<String, String> p = new KafkaProducer<>(Map.of("bootstrap.servers", bootstrap,
-                "key.serializer", StringSerializer.class, "value.serializer", StringSerializer.class))) {
-            for (int i = 0; i < RECORDS; i++) {
-                acks.add(p.send(new ProducerRecord<>(TOPIC, "key-" + i, "value-" + i)));
-            }
-        }
-        for (Future<RecordMetadata> ack : acks) {
-            ack.get();
-        }
+        KafkaFixtures.produceKeyed(bootstrap, TOPIC, RECORDS);
     }
 }

@@ -5,8 +5,8 @@ import io.rdma4j.it.lab.LabDevice;
 import io.rdma4j.kafka.KafkaTestCluster;
 import io.rdma4j.kafka.RdmaConsumerFactory;
 import io.rdma4j.kafka.RdmaKafkaConsumer;
-import io.rdma4j.kafka.RdmaKafkaConsumerTest;
-import io.rdma4j.kafka.RdmaKafkaConsumerTest.Seen;
+import io.rdma4j.kafka.KafkaFixtures;
+import io.rdma4j.kafka.KafkaFixtures.Seen;
 import io.rdma4j.kafka.exporter.ExporterConfig;
 import io.rdma4j.kafka.exporter.LogExporter;
 import org.apache.kafka.clients.admin.Admin;
@@ -87,7 +87,7 @@ class RdmaConsumerOverRxeGuestTest {
             List<TopicPartition> partitions = IntStream.range(0, PARTITIONS).mapToObj(p -> new TopicPartition(topic, p)).toList();
             Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
             partitions.forEach(tp -> latest.put(tp, OffsetSpec.latest()));
-            RdmaKafkaConsumerTest.awaitLeaders(admin, latest);
+            KafkaFixtures.awaitLeaders(admin, latest);
 
             Map<TopicPartition, Long> ends = produce(cluster.bootstrap(), topic);
             for (TopicPartition tp : partitions) {

@@ -5,7 +5,7 @@ import io.rdma4j.kafka.KafkaTestCluster;
 import io.rdma4j.kafka.MixedWorkload;
 import io.rdma4j.kafka.RdmaConsumerFactory;
 import io.rdma4j.kafka.RdmaKafkaConsumer;
-import io.rdma4j.kafka.RdmaKafkaConsumerTest;
+import io.rdma4j.kafka.KafkaFixtures;
 import io.rdma4j.kafka.exporter.ExporterConfig;
 import io.rdma4j.kafka.exporter.LogExporter;
 import org.apache.kafka.clients.admin.Admin;
@@ -56,7 +56,7 @@ class RdmaConsumerRxeBenchmarkGuestTest {
                             .configs(Map.of("compression.type", codec.equals("none") ? "uncompressed" : codec)))).all().get();
                     Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
                     partitions(topic).forEach(tp -> latest.put(tp, OffsetSpec.latest()));
-                    RdmaKafkaConsumerTest.awaitLeaders(admin, latest);
+                    KafkaFixtures.awaitLeaders(admin, latest);
                     long bytes = MixedWorkload.produce(cluster.bootstrap(), topic, codec, RECORDS, Map.of(
                             "request.timeout.ms", TIMEOUT_MS, "delivery.timeout.ms", Long.toString(WAIT.toMillis()),
                             "max.block.ms", TIMEOUT_MS));

@@ -1,0 +1,99 @@
+package io.rdma4j.kafka;
+
+import io.rdma4j.kafka.exporter.LogExporter;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Future;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * What the Kafka tests of this module, the Spring starter and the soft-RDMA lab share (this module's test jar): records
+ * reduced to what must match, waiting for partition leaders, producing keyed records, polling until a count, the
+ * exporter's address.
+ */
+public final class KafkaFixtures {
+
+    private KafkaFixtures() {
+    }
+
+    /** A record reduced to what must match: partition, offset, key, value, headers, timestamp. */
+    public record Seen(int partition, long offset, String key, String value, List<String> headers, long timestamp) {
+        public static Seen of(ConsumerRecord<String, String> r) {
+            List<String> h = new ArrayList<>();
+            for (Header header : r.headers()) {
+                h.add(header.key() + "=" + Arrays.toString(header.value()));
+            }
+            return new Seen(r.partition(), r.offset(), r.key(), r.value(), h, r.timestamp());
+        }
+    }
+
+    public static String address(LogExporter e) {
+        return "127.0.0.1:" + e.address().getPort();
+    }
+
+    public static List<Seen> pollUntil(Consumer<String, String> c, int count) {
+        return pollUntil(c, count, () -> { });
+    }
+
+    static List<Seen> pollUntil(Consumer<String, String> c, int count, Runnable afterEachPoll) {
+        List<Seen> out = new ArrayList<>();
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (out.size() < count && System.nanoTime() < deadline) {
+            c.poll(Duration.ofMillis(200)).forEach(r -> out.add(Seen.of(r)));
+            afterEachPoll.run();
+        }
+        // One more poll: nothing beyond what was expected may show up (no duplicates).
+        c.poll(Duration.ofMillis(300)).forEach(r -> out.add(Seen.of(r)));
+        assertThat(out).as("records consumed").hasSize(count);
+        return out;
+    }
+
+    /** Retries ListOffsets until every partition's leader answers (the Admin metadata may not know the topic yet). */
+    public static void awaitLeaders(Admin admin, Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> partitions) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (true) {
+            try {
+                admin.listOffsets(partitions).all().get();
+                return;
+            } catch (java.util.concurrent.ExecutionException e) {
+                if (!(e.getCause() instanceof org.apache.kafka.common.errors.RetriableException) || System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(50);
+            }
+        }
+    }
+
+    public static String value(int i, int size) {
+        String prefix = "v" + i + "-";
+        return prefix + "x".repeat(Math.max(0, size - prefix.length()));
+    }
+
+    /** Sends {@code count} records {@code key-<i>}/{@code value-<i>} to {@code topic} and waits until each is acknowledged. */
+    public static void produceKeyed(String bootstrap, String topic, int count) throws Exception {
+        List<Future<RecordMetadata>> acks = new ArrayList<>();
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(Map.of("bootstrap.servers", bootstrap,
+                "key.serializer", StringSerializer.class, "value.serializer", StringSerializer.class))) {
+            for (int i = 0; i < count; i++) {
+                acks.add(p.send(new ProducerRecord<>(topic, "key-" + i, "value-" + i)));
+            }
+        }
+        for (Future<RecordMetadata> ack : acks) {
+            ack.get();
+        }
+    }
+}
