@@ -7,6 +7,7 @@ import io.rdma4j.nativeloader.bindings.ibv_cq;
 import io.rdma4j.nativeloader.bindings.ibv_device_attr;
 import io.rdma4j.nativeloader.bindings.ibv_mr;
 import io.rdma4j.nativeloader.bindings.ibv_port_attr;
+import io.rdma4j.nativeloader.bindings.ibv_qp;
 import io.rdma4j.nativeloader.bindings.ibv_srq;
 import io.rdma4j.nativeloader.bindings.ibv_srq_attr;
 import io.rdma4j.nativeloader.bindings.ibv_srq_init_attr;
@@ -139,7 +140,11 @@ public final class Verbs {
         }
     }
 
-    /** {@code ibv_query_srq}. */
+    /**
+     * {@code ibv_query_srq}.
+     *
+     * @throws NativeCallException EOPNOTSUPP from siw: its user-space provider (rdma-core 44) has no query_srq
+     */
     public static SharedReceiveQueueAttributes querySharedReceiveQueue(MemorySegment srq) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = ibv_srq_attr.allocate(a);
@@ -150,6 +155,11 @@ public final class Verbs {
             return new SharedReceiveQueueAttributes(ibv_srq_attr.max_wr(attr), ibv_srq_attr.max_sge(attr),
                     ibv_srq_attr.srq_limit(attr));
         }
+    }
+
+    /** {@code qp->qp_num}: what {@link Completions#qpNum} reports for the queue pair's completions. */
+    public static int queuePairNumber(MemorySegment qp) {
+        return ibv_qp.qp_num(qp.reinterpret(ibv_qp.sizeof()));
     }
 
     /**

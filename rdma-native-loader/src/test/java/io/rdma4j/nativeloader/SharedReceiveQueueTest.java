@@ -3,6 +3,7 @@ package io.rdma4j.nativeloader;
 import io.rdma4j.nativeloader.bindings.ibv_context;
 import io.rdma4j.nativeloader.bindings.ibv_context_ops;
 import io.rdma4j.nativeloader.bindings.ibv_cq;
+import io.rdma4j.nativeloader.bindings.ibv_qp;
 import io.rdma4j.nativeloader.bindings.ibv_recv_wr;
 import io.rdma4j.nativeloader.bindings.ibv_sge;
 import io.rdma4j.nativeloader.bindings.ibv_srq;
@@ -175,6 +176,9 @@ class SharedReceiveQueueTest {
         assertThat(c.poll()).isEqualTo(1);
         assertThat(c.wrId(0)).isEqualTo(5);
         assertThat(c.qpNum(0)).isEqualTo(0x11223);
+        MemorySegment qp = arena.allocate(ibv_qp.layout());
+        ibv_qp.qp_num(qp, 0x11223);
+        assertThat(Verbs.queuePairNumber(MemorySegment.ofAddress(qp.address()))).isEqualTo(0x11223);
     }
 
     @Test
