@@ -48,6 +48,8 @@ FUNCTIONS=(
   ibv_get_cq_event ibv_ack_cq_events
   # queue pairs
   ibv_create_qp ibv_destroy_qp ibv_modify_qp ibv_query_qp
+  # shared receive queues (ibv_post_srq_recv is static inline: ibv_context_ops.post_srq_recv)
+  ibv_create_srq ibv_destroy_srq ibv_modify_srq ibv_query_srq
   # rdma_cm
   rdma_create_event_channel rdma_destroy_event_channel rdma_create_id rdma_destroy_id
   rdma_bind_addr rdma_listen rdma_resolve_addr rdma_resolve_route rdma_connect rdma_accept
@@ -58,6 +60,7 @@ STRUCTS=(
   ibv_context ibv_context_ops ibv_device_attr ibv_port_attr ibv_gid_entry ibv_mr ibv_pd ibv_cq
   ibv_comp_channel ibv_qp ibv_qp_init_attr ibv_qp_cap ibv_qp_attr ibv_ah_attr ibv_global_route
   ibv_send_wr ibv_mw_bind_info ibv_recv_wr ibv_sge ibv_wc ibv_async_event
+  ibv_srq ibv_srq_init_attr ibv_srq_attr
   rdma_event_channel rdma_cm_id rdma_conn_param rdma_ud_param rdma_cm_event rdma_route rdma_addr
   rdma_ib_addr
   sockaddr sockaddr_in sockaddr_in6 sockaddr_storage in_addr in6_addr
@@ -100,6 +103,8 @@ CONSTANTS=(
   IBV_QP_SQ_PSN IBV_QP_MAX_DEST_RD_ATOMIC IBV_QP_PATH_MIG_STATE IBV_QP_CAP IBV_QP_DEST_QPN
   IBV_MIG_MIGRATED IBV_MIG_REARM IBV_MIG_ARMED
   IBV_MTU_256 IBV_MTU_512 IBV_MTU_1024 IBV_MTU_2048 IBV_MTU_4096
+  # enum ibv_srq_attr_mask
+  IBV_SRQ_MAX_WR IBV_SRQ_LIMIT
   # enum ibv_port_state / link layer / transport / node type / gid type
   IBV_PORT_NOP IBV_PORT_DOWN IBV_PORT_INIT IBV_PORT_ARMED IBV_PORT_ACTIVE IBV_PORT_ACTIVE_DEFER
   IBV_LINK_LAYER_UNSPECIFIED IBV_LINK_LAYER_INFINIBAND IBV_LINK_LAYER_ETHERNET

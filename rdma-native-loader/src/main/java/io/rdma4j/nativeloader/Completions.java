@@ -16,6 +16,7 @@ public final class Completions {
     private static final long WR_ID = ibv_wc.wr_id$offset();
     private static final long STATUS = ibv_wc.status$offset();
     private static final long BYTE_LEN = ibv_wc.byte_len$offset();
+    private static final long QP_NUM = ibv_wc.qp_num$offset();
 
     private final VerbsOps.CompletionQueueOps ops;
     private final MemorySegment entries;
@@ -50,5 +51,10 @@ public final class Completions {
     /** Bytes received, for a receive completion. */
     public int byteLength(int index) {
         return entries.get(ibv_wc.byte_len$layout(), index * WC_SIZE + BYTE_LEN);
+    }
+
+    /** The local queue pair's number: on a shared receive queue, which connection the message came in on. */
+    public int qpNum(int index) {
+        return entries.get(ibv_wc.qp_num$layout(), index * WC_SIZE + QP_NUM);
     }
 }

@@ -17,6 +17,8 @@ final class NativeCall {
     static final MethodHandle REG_MR = capture(RdmaBindings.ibv_reg_mr$address(), RdmaBindings.ibv_reg_mr$descriptor());
     static final MethodHandle ALLOC_PD = capture(RdmaBindings.ibv_alloc_pd$address(), RdmaBindings.ibv_alloc_pd$descriptor());
     static final MethodHandle CREATE_CQ = capture(RdmaBindings.ibv_create_cq$address(), RdmaBindings.ibv_create_cq$descriptor());
+    static final MethodHandle CREATE_SRQ = capture(RdmaBindings.ibv_create_srq$address(),
+            RdmaBindings.ibv_create_srq$descriptor());
     static final MethodHandle CREATE_COMP_CHANNEL = capture(RdmaBindings.ibv_create_comp_channel$address(),
             RdmaBindings.ibv_create_comp_channel$descriptor());
     static final MethodHandle CREATE_EVENT_CHANNEL = capture(RdmaBindings.rdma_create_event_channel$address(),

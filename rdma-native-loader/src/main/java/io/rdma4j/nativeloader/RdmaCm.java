@@ -156,17 +156,38 @@ public final class RdmaCm {
      */
     public static MemorySegment createQueuePair(MemorySegment id, MemorySegment pd, MemorySegment cq, int maxSendWr,
                                                 int maxRecvWr) {
+        return createQueuePair(id, pd, cq, maxSendWr, maxRecvWr, MemorySegment.NULL);
+    }
+
+    /**
+     * {@code rdma_create_qp} like {@link #createQueuePair(MemorySegment, MemorySegment, MemorySegment, int, int)},
+     * but the queue pair takes its receives from the shared receive queue {@code srq}
+     * ({@link Verbs#createSharedReceiveQueue}), so it has no receive queue of its own; receive completions still
+     * arrive on {@code cq}. Destroy the queue pair before the SRQ.
+     */
+    public static MemorySegment createQueuePair(MemorySegment id, MemorySegment pd, MemorySegment cq, int maxSendWr,
+                                                MemorySegment srq) {
+        if (srq.equals(MemorySegment.NULL)) {
+            throw new IllegalArgumentException("a queue pair on a shared receive queue needs the SRQ, got NULL");
+        }
+        return createQueuePair(id, pd, cq, maxSendWr, 0, srq);
+    }
+
+    private static MemorySegment createQueuePair(MemorySegment id, MemorySegment pd, MemorySegment cq, int maxSendWr,
+                                                 int maxRecvWr, MemorySegment srq) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment init = ibv_qp_init_attr.allocate(a);
             ibv_qp_init_attr.send_cq(init, cq);
             ibv_qp_init_attr.recv_cq(init, cq);
+            ibv_qp_init_attr.srq(init, srq);
             ibv_qp_init_attr.qp_type(init, RdmaBindings.IBV_QPT_RC());
             ibv_qp_init_attr.sq_sig_all(init, 0);
             MemorySegment cap = ibv_qp_init_attr.cap(init);
             ibv_qp_cap.max_send_wr(cap, maxSendWr);
             ibv_qp_cap.max_recv_wr(cap, maxRecvWr);
             ibv_qp_cap.max_send_sge(cap, 1);
-            ibv_qp_cap.max_recv_sge(cap, 1);
+            // on an SRQ the receive capacities are the SRQ's; libibverbs ignores these
+            ibv_qp_cap.max_recv_sge(cap, srq.equals(MemorySegment.NULL) ? 1 : 0);
             MemorySegment errno = Errno.allocateState(a);
             NativeCall.check("rdma_create_qp", errno, (int) NativeCall.CREATE_QP.invokeExact(errno, id, pd, init));
             return rdma_cm_id.qp(id.reinterpret(ID_SIZE));

@@ -7,6 +7,10 @@ import io.rdma4j.nativeloader.bindings.ibv_cq;
 import io.rdma4j.nativeloader.bindings.ibv_device_attr;
 import io.rdma4j.nativeloader.bindings.ibv_mr;
 import io.rdma4j.nativeloader.bindings.ibv_port_attr;
+import io.rdma4j.nativeloader.bindings.ibv_qp;
+import io.rdma4j.nativeloader.bindings.ibv_srq;
+import io.rdma4j.nativeloader.bindings.ibv_srq_attr;
+import io.rdma4j.nativeloader.bindings.ibv_srq_init_attr;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -17,7 +21,7 @@ import java.lang.foreign.ValueLayout;
  * completion channels and queues, memory registration and device queries. Failures throw
  * {@link NativeCallException} with the captured errno; teardown calls return the C result for the caller
  * to log. Handles are the raw native pointers, valid until destroyed here. The data path (posting and
- * polling) is in {@link SendQueue}, {@link ReceiveQueue} and {@link Completions}.
+ * polling) is in {@link SendQueue}, {@link ReceiveQueue}, {@link SharedReceiveQueue} and {@link Completions}.
  */
 public final class Verbs {
 
@@ -26,6 +30,10 @@ public final class Verbs {
 
     /** A registered memory region: its handle for {@link #deregisterMemory}, and its keys. */
     public record MemoryRegion(MemorySegment handle, int lkey, int rkey) {
+    }
+
+    /** What {@code ibv_query_srq} reports: the provider may round {@code maxWr} up from what was asked. */
+    public record SharedReceiveQueueAttributes(int maxWr, int maxSge, int srqLimit) {
     }
 
     /** {@code ibv_alloc_pd(context)}. */
@@ -98,6 +106,68 @@ public final class Verbs {
 
     public static int destroyCompletionQueue(MemorySegment cq) {
         return RdmaBindings.ibv_destroy_cq(cq);
+    }
+
+    /**
+     * {@code ibv_create_srq(pd, {max_wr, max_sge = 1, srq_limit})}: one receive queue that several queue pairs
+     * take their receives from ({@link RdmaCm#createQueuePair(MemorySegment, MemorySegment, MemorySegment, int,
+     * MemorySegment)}). The man page calls {@code srq_limit} irrelevant at creation, yet rxe and siw arm the
+     * limit event with it; 0 leaves it unarmed.
+     *
+     * @param maxWr    receive work requests the queue holds
+     * @param srqLimit fill level below which the provider raises {@code IBV_EVENT_SRQ_LIMIT_REACHED}, 0..maxWr
+     * @throws NativeCallException with the errno (EINVAL: more than the device's max_srq_wr; EOPNOTSUPP: a
+     *                             provider without SRQs)
+     */
+    public static MemorySegment createSharedReceiveQueue(MemorySegment pd, int maxWr, int srqLimit) {
+        if (maxWr < 1) {
+            throw new IllegalArgumentException("a shared receive queue needs at least 1 work request, got " + maxWr);
+        }
+        if (srqLimit < 0 || srqLimit > maxWr) {
+            throw new IllegalArgumentException("srq limit " + srqLimit + " outside 0.." + maxWr);
+        }
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment init = ibv_srq_init_attr.allocate(a);
+            MemorySegment attr = ibv_srq_init_attr.attr(init);
+            ibv_srq_attr.max_wr(attr, maxWr);
+            ibv_srq_attr.max_sge(attr, 1);
+            ibv_srq_attr.srq_limit(attr, srqLimit);
+            MemorySegment errno = Errno.allocateState(a);
+            return NativeCall.pointer("ibv_create_srq", errno,
+                    (MemorySegment) NativeCall.CREATE_SRQ.invokeExact(errno, pd, init)).reinterpret(ibv_srq.sizeof());
+        } catch (Throwable t) {
+            throw NativeCall.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code ibv_query_srq}.
+     *
+     * @throws NativeCallException EOPNOTSUPP from siw: its user-space provider (rdma-core 44) has no query_srq
+     */
+    public static SharedReceiveQueueAttributes querySharedReceiveQueue(MemorySegment srq) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = ibv_srq_attr.allocate(a);
+            int rc = RdmaBindings.ibv_query_srq(srq, attr);
+            if (rc != 0) {
+                throw new NativeCallException("ibv_query_srq", Math.abs(rc));
+            }
+            return new SharedReceiveQueueAttributes(ibv_srq_attr.max_wr(attr), ibv_srq_attr.max_sge(attr),
+                    ibv_srq_attr.srq_limit(attr));
+        }
+    }
+
+    /** {@code qp->qp_num}: what {@link Completions#qpNum} reports for the queue pair's completions. */
+    public static int queuePairNumber(MemorySegment qp) {
+        return ibv_qp.qp_num(qp.reinterpret(ibv_qp.sizeof()));
+    }
+
+    /**
+     * {@code ibv_destroy_srq}: 0 or an errno value (EBUSY while a queue pair still uses it, so destroy the queue
+     * pairs first). Receives still posted are discarded without completions.
+     */
+    public static int destroySharedReceiveQueue(MemorySegment srq) {
+        return RdmaBindings.ibv_destroy_srq(srq);
     }
 
     /**

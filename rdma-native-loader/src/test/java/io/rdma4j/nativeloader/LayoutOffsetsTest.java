@@ -53,6 +53,9 @@ class LayoutOffsetsTest {
         LAYOUTS.put("struct ibv_sge", ibv_sge.layout());
         LAYOUTS.put("struct ibv_wc", ibv_wc.layout());
         LAYOUTS.put("struct ibv_async_event", ibv_async_event.layout());
+        LAYOUTS.put("struct ibv_srq", ibv_srq.layout());
+        LAYOUTS.put("struct ibv_srq_init_attr", ibv_srq_init_attr.layout());
+        LAYOUTS.put("struct ibv_srq_attr", ibv_srq_attr.layout());
         LAYOUTS.put("struct rdma_event_channel", rdma_event_channel.layout());
         LAYOUTS.put("struct rdma_cm_id", rdma_cm_id.layout());
         LAYOUTS.put("struct rdma_conn_param", rdma_conn_param.layout());

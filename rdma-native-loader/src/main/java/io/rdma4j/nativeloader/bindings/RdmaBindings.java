@@ -931,6 +931,24 @@ public class RdmaBindings extends RdmaBindings$shared {
     public static int IBV_ACCESS_RELAXED_ORDERING() {
         return IBV_ACCESS_RELAXED_ORDERING;
     }
+    private static final int IBV_SRQ_MAX_WR = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_srq_attr_mask.IBV_SRQ_MAX_WR = 1
+     * }
+     */
+    public static int IBV_SRQ_MAX_WR() {
+        return IBV_SRQ_MAX_WR;
+    }
+    private static final int IBV_SRQ_LIMIT = (int)2L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_srq_attr_mask.IBV_SRQ_LIMIT = 2
+     * }
+     */
+    public static int IBV_SRQ_LIMIT() {
+        return IBV_SRQ_LIMIT;
+    }
     private static final int IBV_QPT_RC = (int)2L;
     /**
      * {@snippet lang=c :
@@ -2886,6 +2904,250 @@ public class RdmaBindings extends RdmaBindings$shared {
                 traceDowncall("ibv_ack_cq_events", cq, nevents);
             }
             mh$.invokeExact(cq, nevents);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ibv_create_srq {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            RdmaBindings.C_POINTER,
+            RdmaBindings.C_POINTER,
+            RdmaBindings.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ibv_create_srq");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
+     * }
+     */
+    public static FunctionDescriptor ibv_create_srq$descriptor() {
+        return ibv_create_srq.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
+     * }
+     */
+    public static MethodHandle ibv_create_srq$handle() {
+        return ibv_create_srq.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
+     * }
+     */
+    public static MemorySegment ibv_create_srq$address() {
+        return ibv_create_srq.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
+     * }
+     */
+    public static MemorySegment ibv_create_srq(MemorySegment pd, MemorySegment srq_init_attr) {
+        var mh$ = ibv_create_srq.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ibv_create_srq", pd, srq_init_attr);
+            }
+            return (MemorySegment)mh$.invokeExact(pd, srq_init_attr);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ibv_modify_srq {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            RdmaBindings.C_INT,
+            RdmaBindings.C_POINTER,
+            RdmaBindings.C_POINTER,
+            RdmaBindings.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ibv_modify_srq");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)
+     * }
+     */
+    public static FunctionDescriptor ibv_modify_srq$descriptor() {
+        return ibv_modify_srq.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)
+     * }
+     */
+    public static MethodHandle ibv_modify_srq$handle() {
+        return ibv_modify_srq.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)
+     * }
+     */
+    public static MemorySegment ibv_modify_srq$address() {
+        return ibv_modify_srq.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)
+     * }
+     */
+    public static int ibv_modify_srq(MemorySegment srq, MemorySegment srq_attr, int srq_attr_mask) {
+        var mh$ = ibv_modify_srq.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ibv_modify_srq", srq, srq_attr, srq_attr_mask);
+            }
+            return (int)mh$.invokeExact(srq, srq_attr, srq_attr_mask);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ibv_query_srq {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            RdmaBindings.C_INT,
+            RdmaBindings.C_POINTER,
+            RdmaBindings.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ibv_query_srq");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
+     * }
+     */
+    public static FunctionDescriptor ibv_query_srq$descriptor() {
+        return ibv_query_srq.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
+     * }
+     */
+    public static MethodHandle ibv_query_srq$handle() {
+        return ibv_query_srq.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
+     * }
+     */
+    public static MemorySegment ibv_query_srq$address() {
+        return ibv_query_srq.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
+     * }
+     */
+    public static int ibv_query_srq(MemorySegment srq, MemorySegment srq_attr) {
+        var mh$ = ibv_query_srq.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ibv_query_srq", srq, srq_attr);
+            }
+            return (int)mh$.invokeExact(srq, srq_attr);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ibv_destroy_srq {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            RdmaBindings.C_INT,
+            RdmaBindings.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ibv_destroy_srq");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ibv_destroy_srq(struct ibv_srq *srq)
+     * }
+     */
+    public static FunctionDescriptor ibv_destroy_srq$descriptor() {
+        return ibv_destroy_srq.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ibv_destroy_srq(struct ibv_srq *srq)
+     * }
+     */
+    public static MethodHandle ibv_destroy_srq$handle() {
+        return ibv_destroy_srq.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ibv_destroy_srq(struct ibv_srq *srq)
+     * }
+     */
+    public static MemorySegment ibv_destroy_srq$address() {
+        return ibv_destroy_srq.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ibv_destroy_srq(struct ibv_srq *srq)
+     * }
+     */
+    public static int ibv_destroy_srq(MemorySegment srq) {
+        var mh$ = ibv_destroy_srq.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ibv_destroy_srq", srq);
+            }
+            return (int)mh$.invokeExact(srq);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
