@@ -261,7 +261,9 @@ public final class LabRunner {
             List<String> command = new ArrayList<>(List.of(javaLauncher.toString(),
                     "--enable-native-access=ALL-UNNAMED",
                     // C2 compilations cost more than they pay back in a short run on an emulated CPU.
-                    "-XX:TieredStopAtLevel=1", "@" + argFile));
+                    "-XX:TieredStopAtLevel=1",
+                    // A JVM that dies leaves its report with the results, not in the guest's tmpfs that goes with it.
+                    "-XX:ErrorFile=" + runDir.resolve("hs_err_" + device.name() + "_pid%p.log"), "@" + argFile));
             command.addAll(guestJvmOptions);
             command.addAll(device.systemProperties());
             command.addAll(List.of(CONSOLE_LAUNCHER, "execute", "--disable-banner", "--disable-ansi-colors",
