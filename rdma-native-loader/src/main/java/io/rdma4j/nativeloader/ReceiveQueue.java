@@ -26,13 +26,22 @@ public final class ReceiveQueue {
      */
     public ReceiveQueue(VerbsOps.QueuePairOps ops, Arena arena, MemorySegment buffer, int slots, int slotSize, int lkey,
                         long idTag) {
+        this.ops = ops;
+        this.slots = slots;
+        wrs = slotRequests(arena, buffer, slots, slotSize, lkey, idTag);
+        badWr = arena.allocate(ValueLayout.ADDRESS);
+    }
+
+    /**
+     * One receive work request per slot of {@code buffer} ({@code slots} slots of {@code slotSize} bytes, local key
+     * {@code lkey}), with id {@code idTag | slot}, in {@code arena}: built once, posted again and again.
+     */
+    static MemorySegment slotRequests(Arena arena, MemorySegment buffer, int slots, int slotSize, int lkey, long idTag) {
         if (buffer.byteSize() < (long) slots * slotSize) {
             throw new IllegalArgumentException("receive buffer of " + buffer.byteSize() + " bytes holds fewer than "
                     + slots + " slots of " + slotSize);
         }
-        this.ops = ops;
-        this.slots = slots;
-        wrs = ibv_recv_wr.allocateArray(slots, arena);
+        MemorySegment wrs = ibv_recv_wr.allocateArray(slots, arena);
         MemorySegment sges = ibv_sge.allocateArray(slots, arena);
         for (int i = 0; i < slots; i++) {
             MemorySegment sge = ibv_sge.asSlice(sges, i);
@@ -45,7 +54,7 @@ public final class ReceiveQueue {
             ibv_recv_wr.sg_list(wr, sge);
             ibv_recv_wr.num_sge(wr, 1);
         }
-        badWr = arena.allocate(ValueLayout.ADDRESS);
+        return wrs;
     }
 
     /** Posts slot {@code slot}'s receive: 0, or an errno value. */

@@ -1,7 +1,6 @@
 package io.rdma4j.nativeloader;
 
 import io.rdma4j.nativeloader.bindings.ibv_recv_wr;
-import io.rdma4j.nativeloader.bindings.ibv_sge;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -41,10 +40,6 @@ public final class SharedReceiveQueue {
             throw new IllegalArgumentException("a shared receive queue needs slots of at least 1 byte, got " + slots
                     + " slots of " + slotSize);
         }
-        if (buffer.byteSize() < (long) slots * slotSize) {
-            throw new IllegalArgumentException("receive buffer of " + buffer.byteSize() + " bytes holds fewer than "
-                    + slots + " slots of " + slotSize);
-        }
         long slotBits = slots == 1 ? 0 : -1L >>> Long.numberOfLeadingZeros(slots - 1L);
         if ((idTag & slotBits) != 0) {
             throw new IllegalArgumentException("id tag " + Long.toHexString(idTag) + " overlaps the slot numbers 0.."
@@ -52,22 +47,10 @@ public final class SharedReceiveQueue {
         }
         this.ops = ops;
         this.slots = slots;
-        wrs = ibv_recv_wr.allocateArray(slots, arena);
+        wrs = ReceiveQueue.slotRequests(arena, buffer, slots, slotSize, lkey, idTag);
         if (!wrs.isAccessibleBy(new Thread(() -> { }))) {
             throw new IllegalArgumentException("a shared receive queue is posted from several threads: its arena must"
                     + " not be confined");
-        }
-        MemorySegment sges = ibv_sge.allocateArray(slots, arena);
-        for (int i = 0; i < slots; i++) {
-            MemorySegment sge = ibv_sge.asSlice(sges, i);
-            ibv_sge.addr(sge, buffer.address() + (long) i * slotSize);
-            ibv_sge.length(sge, slotSize);
-            ibv_sge.lkey(sge, lkey);
-            MemorySegment wr = ibv_recv_wr.asSlice(wrs, i);
-            ibv_recv_wr.wr_id(wr, idTag | i);
-            ibv_recv_wr.next(wr, MemorySegment.NULL);
-            ibv_recv_wr.sg_list(wr, sge);
-            ibv_recv_wr.num_sge(wr, 1);
         }
         badWrs = arena.allocate(ValueLayout.ADDRESS, slots);
     }
