@@ -150,6 +150,24 @@ final class RdmaFetchMetrics implements AutoCloseable {
         bytes.record(sizeInBytes);
     }
 
+    /**
+     * The consumer's transport figures from now on, as gauges of the RDMA group: {@code transport-connections} (open),
+     * {@code transport-buffered-bytes} (what exporters make the consumer hold), {@code transport-registered-bytes}
+     * (its read buffers) and {@code transport-message-buffer-bytes} (what the provider registered for messages).
+     */
+    void transport(io.rdma4j.core.metrics.TransportMetrics transport) {
+        gauge("transport-connections", "The consumer's open connections to log exporters", transport::openConnections);
+        gauge("transport-buffered-bytes", "Bytes exporters make the consumer hold: messages not yet received",
+                transport::bufferedBytes);
+        gauge("transport-registered-bytes", "Memory the consumer registered for its RDMA read buffers", transport::registeredBytes);
+        gauge("transport-message-buffer-bytes", "Memory the provider registered for its own message buffers",
+                transport::messageBufferBytes);
+    }
+
+    private void gauge(String name, String description, java.util.function.LongSupplier value) {
+        metrics.addMetric(name(name, description), (org.apache.kafka.common.metrics.Gauge<Long>) (config, now) -> value.getAsLong());
+    }
+
     void exporterReconnected() {
         exporterReconnects.record();
     }

@@ -114,6 +114,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         if (rdmaConfig.enabled()) {
             try {
                 t = RdmaTransport.open(rdmaConfig.transport());
+                rdmaMetrics.transport(t.metrics());
                 ExporterLocator locator = rdmaConfig.exporterAddress() != null ? ExporterLocator.fixed(rdmaConfig.exporterAddress())
                         : ExporterLocator.perBroker(rdmaConfig::exporterPortFor, java.util.Objects.toString(kafka.get(ConsumerConfig.CLIENT_RACK_CONFIG), null),
                         topic -> delegate.partitionsFor(topic, METADATA_WAIT));

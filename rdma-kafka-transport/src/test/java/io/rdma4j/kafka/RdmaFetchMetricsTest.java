@@ -80,6 +80,10 @@ class RdmaFetchMetricsTest {
                 assertThat(rdma(c, id, "records-rdma-rate")).isPositive();
                 assertThat(rdma(c, id, "crc-failures-total")).isZero();
                 assertThat(rdma(c, id, "retries-total")).isZero();
+                assertThat(rdma(c, id, "transport-connections")).as("one connection, to the exporter").isEqualTo(1.0);
+                assertThat(rdma(c, id, "transport-registered-bytes")).as("the read buffers").isPositive();
+                assertThat(rdma(c, id, "transport-buffered-bytes")).isNotNegative();
+                assertThat(rdma(c, id, "transport-message-buffer-bytes")).as("tcp registers no message buffers").isZero();
                 double avg = rdma(c, id, "read-latency-avg");
                 assertThat(avg).isPositive();
                 assertThat(rdma(c, id, "read-latency-max")).isGreaterThanOrEqualTo(avg);
