@@ -168,6 +168,12 @@ final class RdmaFetchMetrics implements AutoCloseable {
         metrics.addMetric(name(name, description), (org.apache.kafka.common.metrics.Gauge<Long>) (config, now) -> value.getAsLong());
     }
 
+    /** The client's cumulative figure {@code name} of this group ({@code records-rdma-total}, {@code retries-total}, ...). */
+    long total(String name) {
+        KafkaMetric m = metrics.metric(name(name, null));
+        return m == null ? 0 : ((Number) m.metricValue()).longValue();
+    }
+
     void exporterReconnected() {
         exporterReconnects.record();
     }

@@ -78,14 +78,8 @@ final class RdmaFetcher implements AutoCloseable {
     /** {@code fetch.max.bytes}: what may be held read ahead or left over across all partitions. */
     private final long maxBytesAhead;
     private final Map<TopicPartition, PartitionState> states = new HashMap<>();
-    final LongAdder batches = new LongAdder();
-    final LongAdder records = new LongAdder();
-    final LongAdder bytes = new LongAdder();
-    final LongAdder crcFailures = new LongAdder();
     final LongAdder directoryRequests = new LongAdder();
     final LongAdder abortedTransactionRequests = new LongAdder();
-    /** Fetches retried at once after a rejected READ or a closed connection. */
-    final LongAdder reconnects = new LongAdder();
 
     private static final class PartitionState {
         /** The exporter whose regions the descriptors below name. */
@@ -213,7 +207,6 @@ final class RdmaFetcher implements AutoCloseable {
             } catch (TopicAuthorizationException e) {
                 return giveUp(tp, FallbackReason.NOT_AUTHORIZED, e.getMessage());
             } catch (CorruptRecordException e) {
-                crcFailures.increment();
                 metrics.crcFailure();
                 drop(tp);
                 LOG.warn("RDMA-read batch of {} failed its CRC check, fetching it through Kafka instead: {}", tp, e.getMessage());
@@ -228,7 +221,6 @@ final class RdmaFetcher implements AutoCloseable {
                 if (!retriable || attempt > 0) {
                     return giveUp(tp, FallbackReason.READ_FAILED, e.toString());
                 }
-                reconnects.increment();
                 metrics.retry();
                 LOG.debug("RDMA fetch of {} failed ({}); looking it up again{}", tp, e.toString(), c.isOpen() ? "" : " on a new connection");
             }
@@ -398,7 +390,6 @@ final class RdmaFetcher implements AutoCloseable {
                 next = Math.max(next, batch.nextOffset());
                 pos += batch.sizeInBytes();
             }
-            records.add(out.size());
             st.cursorOffset = next;
             st.cursorPosition = pos;
             // Stopped at max.poll.records: the next poll starts from the bytes and records already here. As
@@ -417,8 +408,6 @@ final class RdmaFetcher implements AutoCloseable {
                 range.release();
             }
             // Once per fetch, not per batch: a Kafka sensor records under a lock and with a clock read.
-            batches.add(verifiedBatches);
-            bytes.add(verifiedBytes);
             if (verifiedBatches > 0) {
                 metrics.batches(verifiedBatches, verifiedBytes);
             }

@@ -151,19 +151,22 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         return fetcher == null ? null : fetcher.exporterOf(tp);
     }
 
-    /** Records returned from RDMA reads so far. */
+    /** @deprecated {@link #metrics()} has it: {@code records-rdma-total} of group {@code consumer-rdma-fetch-metrics} */
+    @Deprecated(since = "0.1.0")
     public long rdmaRecords() {
-        return fetcher == null ? 0 : fetcher.records.sum();
+        return rdmaMetrics.total("records-rdma-total");
     }
 
-    /** Fetches retried at once (on a new connection if needed) after the exporter rejected a READ or the connection closed. */
+    /** @deprecated {@link #metrics()} has it: {@code retries-total} of group {@code consumer-rdma-fetch-metrics} */
+    @Deprecated(since = "0.1.0")
     public long rdmaRetries() {
-        return fetcher == null ? 0 : fetcher.reconnects.sum();
+        return rdmaMetrics.total("retries-total");
     }
 
-    /** Batches read by RDMA that failed their CRC check (and were fetched through Kafka instead). */
+    /** @deprecated {@link #metrics()} has it: {@code crc-failures-total} of group {@code consumer-rdma-fetch-metrics} */
+    @Deprecated(since = "0.1.0")
     public long crcFailures() {
-        return fetcher == null ? 0 : fetcher.crcFailures.sum();
+        return rdmaMetrics.total("crc-failures-total");
     }
 
     /** Bytes the RDMA fetcher holds read ahead or left over now, across partitions: at most {@code fetch.max.bytes}. */

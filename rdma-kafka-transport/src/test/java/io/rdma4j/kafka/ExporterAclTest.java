@@ -184,7 +184,7 @@ class ExporterAclTest {
             plain.assign(GRANTED_PARTITIONS);
             Map<TopicPartition, List<String>> viaRdma = drain(rdma, RECORDS);
             assertThat(viaRdma).isEqualTo(drain(plain, RECORDS));
-            assertThat(rdma.rdmaRecords()).as("records by RDMA, fallbacks %s", FetchFigures.fallbacks(rdma)).isEqualTo(RECORDS);
+            assertThat(KafkaFixtures.rdmaRecords(rdma)).as("records by RDMA, fallbacks %s", FetchFigures.fallbacks(rdma)).isEqualTo(RECORDS);
             assertThat(exporter.authenticatedConnections()).as("connections that proved a token").isGreaterThan(authenticated);
         }
     }
@@ -202,7 +202,7 @@ class ExporterAclTest {
                     rdma.poll(Duration.ofMillis(200));
                 }
             }).isInstanceOf(TopicAuthorizationException.class).hasMessageContaining(DENIED);
-            assertThat(rdma.rdmaRecords()).isZero();
+            assertThat(KafkaFixtures.rdmaRecords(rdma)).isZero();
             assertThat(rdma.transportMetrics().snapshot(OperationType.READ).count()).as("RDMA READs of the consumer").isZero();
             assertThat(FetchFigures.fallbacks(rdma)).containsKey("not-authorized");
         }
@@ -216,7 +216,7 @@ class ExporterAclTest {
                 new StringDeserializer())) {
             rdma.assign(GRANTED_PARTITIONS);
             assertThat(drain(rdma, RECORDS).values().stream().mapToInt(List::size).sum()).isEqualTo(RECORDS);
-            assertThat(rdma.rdmaRecords()).isZero();
+            assertThat(KafkaFixtures.rdmaRecords(rdma)).isZero();
             assertThat(FetchFigures.fallbacks(rdma)).containsKey("not-authorized");
         }
     }
@@ -238,7 +238,7 @@ class ExporterAclTest {
             plain.assign(GRANTED_PARTITIONS);
             assertThat(drain(rdma, RECORDS)).isEqualTo(drain(plain, RECORDS));
             // The consumer's token is new to every exporter: each takes it as soon as the cluster lists it.
-            assertThat(rdma.rdmaRecords()).as("records by RDMA, fallbacks %s", FetchFigures.fallbacks(rdma)).isEqualTo(RECORDS);
+            assertThat(KafkaFixtures.rdmaRecords(rdma)).as("records by RDMA, fallbacks %s", FetchFigures.fallbacks(rdma)).isEqualTo(RECORDS);
             assertThat(FetchFigures.fallbacks(rdma)).isEmpty();
             for (TopicPartitionInfo info : admin.describeTopics(List.of(GRANTED)).allTopicNames().get().get(GRANTED).partitions()) {
                 assertThat(rdma.rdmaExporterOf(new TopicPartition(GRANTED, info.partition())).getPort())
@@ -285,7 +285,7 @@ class ExporterAclTest {
                         new StringDeserializer())) {
                     rdma.assign(GRANTED_PARTITIONS);
                     assertThat(drain(rdma, RECORDS).values().stream().mapToInt(List::size).sum()).isEqualTo(RECORDS);
-                    assertThat(rdma.rdmaRecords()).isZero();
+                    assertThat(KafkaFixtures.rdmaRecords(rdma)).isZero();
                     assertThat(FetchFigures.fallbacks(rdma)).containsOnlyKeys("acls-not-checked");
                 }
                 assertThat(open.transport().metrics().servedBytes(OperationType.READ)).as("bytes the exporter served").isZero();

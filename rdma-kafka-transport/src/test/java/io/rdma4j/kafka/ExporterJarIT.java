@@ -79,7 +79,7 @@ class ExporterJarIT {
                             .containsExactlyInAnyOrderElementsOf(java.util.stream.IntStream.range(0, RECORDS).mapToObj(i -> "value-" + i).toList());
                     RdmaKafkaConsumer<String, String> rdma = (RdmaKafkaConsumer<String, String>) consumer;
                     assertThat(rdma.transportMetrics().snapshot(OperationType.READ).count()).as("RDMA READs").isPositive();
-                    assertThat(rdma.rdmaRecords()).as("records that came by RDMA READ from the exporter jar").isEqualTo(RECORDS);
+                    assertThat(KafkaFixtures.rdmaRecords(rdma)).as("records that came by RDMA READ from the exporter jar").isEqualTo(RECORDS);
                 }
                 exporter.destroy(); // SIGTERM, as a service manager stops it
                 assertThat(exporter.waitFor(30, TimeUnit.SECONDS)).as("the exporter stops on SIGTERM\n%s", tail(log)).isTrue();
@@ -163,7 +163,7 @@ class ExporterJarIT {
                 while (read < RECORDS && System.nanoTime() < probeEnd) {
                     read += probe.poll(Duration.ofMillis(200)).count();
                 }
-                if (read == RECORDS && ((RdmaKafkaConsumer<String, String>) probe).rdmaRecords() == RECORDS) {
+                if (read == RECORDS && KafkaFixtures.rdmaRecords(probe) == RECORDS) {
                     return;
                 }
             }

@@ -96,4 +96,27 @@ public final class KafkaFixtures {
             ack.get();
         }
     }
+
+    /** The consumer's records read by RDMA so far, from its {@code metrics()} ({@code records-rdma-total}). */
+    public static long rdmaRecords(Consumer<?, ?> c) {
+        return rdmaTotal(c, "records-rdma-total");
+    }
+
+    /** Fetches the consumer retried at once after a rejected READ or a closed connection ({@code retries-total}). */
+    public static long rdmaRetries(Consumer<?, ?> c) {
+        return rdmaTotal(c, "retries-total");
+    }
+
+    /** Batches read by RDMA that failed their CRC check ({@code crc-failures-total}). */
+    public static long crcFailures(Consumer<?, ?> c) {
+        return rdmaTotal(c, "crc-failures-total");
+    }
+
+    /** A client-wide figure of the consumer's RDMA group (not a partition's). */
+    private static long rdmaTotal(Consumer<?, ?> c, String name) {
+        return c.metrics().entrySet().stream()
+                .filter(e -> e.getKey().group().equals(RdmaFetchMetrics.GROUP) && e.getKey().name().equals(name)
+                        && e.getKey().tags().keySet().equals(java.util.Set.of("client-id")))
+                .mapToLong(e -> ((Number) e.getValue().metricValue()).longValue()).findFirst().orElse(0);
+    }
 }

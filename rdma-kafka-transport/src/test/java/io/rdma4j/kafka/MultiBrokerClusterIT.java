@@ -278,7 +278,7 @@ class MultiBrokerClusterIT {
             while (read.size() < expected.size() && System.nanoTime() < deadline) {
                 c.poll(Duration.ofMillis(200)).forEach(r -> read.add(KafkaFixtures.Seen.of(r)));
             }
-            assertThat(rdma.rdmaRecords()).as("records of the rack-2 consumer by RDMA").isEqualTo(expected.size());
+            assertThat(KafkaFixtures.rdmaRecords(rdma)).as("records of the rack-2 consumer by RDMA").isEqualTo(expected.size());
             TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
             int followerReads = 0;
             for (TopicPartitionInfo info : d.partitions()) {

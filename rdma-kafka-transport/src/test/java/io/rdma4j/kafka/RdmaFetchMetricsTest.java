@@ -69,7 +69,7 @@ class RdmaFetchMetricsTest {
                 c.assign(tps);
                 c.seekToBeginning(tps);
                 KafkaFixtures.pollUntil(c, 1000);
-                assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords()).isEqualTo(1000);
+                assertThat(KafkaFixtures.rdmaRecords(c)).isEqualTo(1000);
 
                 long[] log = logBytesAndBatches(topic, 2);
                 assertThat(log[1]).as("batches in the log files").isPositive();

@@ -94,10 +94,10 @@ public class RdmaKafkaConsumerTest {
                 Thread.sleep(100); // the consumer does not poll: no keepalive
             }
             assertThat(shortIdle.idleConnectionsClosed()).as("closed after 800 ms without a request").isEqualTo(1);
-            long rdmaBefore = ((RdmaKafkaConsumer<String, String>) c).rdmaRecords();
+            long rdmaBefore = KafkaFixtures.rdmaRecords(c);
             produce(topic, 100, 100, Map.of());
             assertThat(pollUntil(c, 100)).hasSize(100);
-            assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords() - rdmaBefore).as("read by RDMA again").isPositive();
+            assertThat(KafkaFixtures.rdmaRecords(c) - rdmaBefore).as("read by RDMA again").isPositive();
             assertThat(c.metrics().entrySet().stream().filter(e -> e.getKey().name().equals("exporter-reconnects-total"))
                     .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue()).sum()).as("the reconnect counted")
                     .isEqualTo(1.0);
@@ -175,7 +175,7 @@ public class RdmaKafkaConsumerTest {
             }
             // Both partitions hold 1500 records: without turns, every poll of 15 would go to the first one.
             assertThat(served).as("partitions served by the first four polls of 15 records").containsExactly(0, 1);
-            assertThat(r.rdmaRecords()).as("records by RDMA").isPositive();
+            assertThat(KafkaFixtures.rdmaRecords(r)).as("records by RDMA").isPositive();
             assertThat(r.fetchBuffersHeld()).as("one range read ahead or left over per partition").isEqualTo(2);
 
             c.assign(List.of(p0));
@@ -411,7 +411,7 @@ public class RdmaKafkaConsumerTest {
         try (Consumer<String, String> c = rdmaConsumer(poisoned)) {
             List<Seen> got = consumeAcrossPoison(c, tp);
             assertThat(got).isEqualTo(plain);
-            assertThat(((RdmaKafkaConsumer<String, String>) c).rdmaRecords()).as("records came by RDMA").isEqualTo(299);
+            assertThat(KafkaFixtures.rdmaRecords(c)).as("records came by RDMA").isEqualTo(299);
         }
         assertThat(plain).hasSize(299);
     }
@@ -492,7 +492,7 @@ public class RdmaKafkaConsumerTest {
                     ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "16384", "rdma.fetch.decode.ahead", decodeAhead))) {
                 List<Seen> got = consume(c, topic, 1, 1000);
                 RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
-                assertThat(r.crcFailures()).as("the flipped byte was caught by the CRC").isPositive();
+                assertThat(KafkaFixtures.crcFailures(r)).as("the flipped byte was caught by the CRC").isPositive();
                 assertThat(got).as("the corrupt batch was fetched through Kafka instead").isEqualTo(plain);
                 assertThat(r.transportMetrics().snapshot(OperationType.READ).bytes()).isPositive();
             }
@@ -663,7 +663,7 @@ public class RdmaKafkaConsumerTest {
             assertThat(b.assignment()).hasSize(4 - a.assignment().size());
             assertRdmaRead(a);
             assertRdmaRead(b);
-            assertThat(((RdmaKafkaConsumer<String, String>) b).rdmaRecords()).as("the joiner read by RDMA").isPositive();
+            assertThat(KafkaFixtures.rdmaRecords(b)).as("the joiner read by RDMA").isPositive();
         }
         List<Seen> plain = consume(plainConsumer(Map.of()), topic, 4, 6000);
         assertThat(new java.util.HashSet<>(got)).as("union of both members equals the topic").isEqualTo(new java.util.HashSet<>(plain));
@@ -1061,7 +1061,7 @@ public class RdmaKafkaConsumerTest {
             line.append(" partition ").append(e.getKey()).append(' ').append((long) rdma).append('/').append(e.getValue());
             assertThat(rdma).as("records-rdma-total of partition %d (%s)", e.getKey(), label).isEqualTo((double) e.getValue());
         }
-        long total = ((RdmaKafkaConsumer<String, String>) c).rdmaRecords();
+        long total = KafkaFixtures.rdmaRecords(c);
         System.out.println(line.append("; total ").append(total).append(" by RDMA of ").append(got.size()));
         assertThat(total).as("records by RDMA (%s)", label).isEqualTo(got.size());
         assertRdmaRead(c);

@@ -128,8 +128,8 @@ class RdmaConsumerOverRxeGuestTest {
                 // The lab test's console log keeps this line: the numbers behind "by RDMA READ over verbs".
                 System.out.printf("LAB-KAFKA: %s on %s (brokers on %s): %d records, %d by RDMA; RDMA READ %d ops, %d bytes"
                                 + " (log %d bytes); retries %d, CRC failures %d; exporter remaps %d and %d%n",
-                        r.providerSelection(), device.name(), hosts, got.size(), r.rdmaRecords(), read.count(),
-                        read.bytes(), logBytes, r.rdmaRetries(), r.crcFailures(), first.remaps(), second.remaps());
+                        r.providerSelection(), device.name(), hosts, got.size(), KafkaFixtures.rdmaRecords(r), read.count(),
+                        read.bytes(), logBytes, KafkaFixtures.rdmaRetries(r), KafkaFixtures.crcFailures(r), first.remaps(), second.remaps());
                 for (TopicPartition tp : partitions) {
                     assertThat(r.rdmaExporterOf(tp)).as("the exporter %s was read from", tp)
                             .isEqualTo(new InetSocketAddress(hosts.get(tp.partition()), port));
@@ -137,8 +137,8 @@ class RdmaConsumerOverRxeGuestTest {
 
                 assertThat(got).as("the RDMA consumer returns exactly what the plain consumer returns").isEqualTo(plain);
                 // Any record that came through the normal fetch path (a fallback) makes this fall short.
-                assertThat(r.rdmaRecords()).as("records that came by RDMA READ").isEqualTo(RECORDS);
-                assertThat(r.crcFailures()).as("batches that failed their CRC").isZero();
+                assertThat(KafkaFixtures.rdmaRecords(r)).as("records that came by RDMA READ").isEqualTo(RECORDS);
+                assertThat(KafkaFixtures.crcFailures(r)).as("batches that failed their CRC").isZero();
                 assertThat(read.count()).as("RDMA READ operations").isPositive();
                 assertThat(read.bytes()).as("RDMA READ bytes cover every batch of both logs").isGreaterThanOrEqualTo(logBytes);
             }
