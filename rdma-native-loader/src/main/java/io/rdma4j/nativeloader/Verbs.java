@@ -222,6 +222,18 @@ public final class Verbs {
         }
     }
 
+    /** {@code max_srq_wr} of {@code ibv_query_device}: receives one shared receive queue holds (0: no SRQ). */
+    public static int maxSharedReceiveQueueDepth(MemorySegment context) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = ibv_device_attr.allocate(a);
+            int rc = RdmaBindings.ibv_query_device(context, attr);
+            if (rc != 0) {
+                throw new NativeCallException("ibv_query_device", Math.abs(rc));
+            }
+            return ibv_device_attr.max_srq(attr) == 0 ? 0 : ibv_device_attr.max_srq_wr(attr);
+        }
+    }
+
     /** {@code ibv_wc_status_str(status)}, e.g. {@code remote access error}. */
     public static String completionStatus(int status) {
         return RdmaBindings.ibv_wc_status_str(status).reinterpret(64).getString(0);

@@ -16,10 +16,9 @@ final class MemlockAdvice {
     }
 
     static String text(MessageBufferSizing sizing, String settings, int connections, Optional<MemlockLimit> limit) {
-        long perConnection = sizing.bytesPerConnection();
-        long needed = perConnection * connections;
-        StringBuilder out = new StringBuilder("memlock: verbs registers ").append(size(perConnection))
-                .append(" of message buffers per connection (").append(settings).append("); ")
+        long needed = sizing.bytesFor(connections);
+        StringBuilder out = new StringBuilder("memlock: verbs registers message buffers shared by its connections (")
+                .append(settings).append("), about ").append(size(sizing.bytesPerConnection())).append(" more per connection; ")
                 .append(connections).append(connections == 1 ? " connection needs " : " connections need ")
                 .append(size(needed)).append(", plus the regions and pools the application registers")
                 .append(System.lineSeparator());
@@ -31,15 +30,14 @@ final class MemlockAdvice {
         if (l.unlimited()) {
             return out.append("  this host allows it: the limit is unlimited").append(System.lineSeparator()).toString();
         }
-        long holds = l.softBytes() / perConnection;
         if (needed <= l.softBytes()) {
             out.append("  this host allows it: the soft limit ").append(MemlockLimit.format(l.softBytes()))
                     .append(" leaves ").append(size(l.softBytes() - needed)).append(" for regions and pools");
         } else {
+            int holds = sizing.connectionsWithin(l.softBytes());
             out.append("  this host does not allow it: the soft limit ").append(MemlockLimit.format(l.softBytes()))
                     .append(" holds ").append(holds).append(" connection").append(holds == 1 ? "" : "s")
-                    .append("; raise it (`ulimit -l unlimited`, LimitMEMLOCK=infinity, `--ulimit memlock=-1`) or lower")
-                    .append(" verbs.receive-depth or max-message-size");
+                    .append("; raise it (`ulimit -l unlimited`, LimitMEMLOCK=infinity, `--ulimit memlock=-1`)");
             if (l.hardBytes() == MemlockLimit.UNLIMITED || l.hardBytes() >= needed) {
                 out.append(" (the hard limit ").append(MemlockLimit.format(l.hardBytes())).append(" allows raising it without root)");
             }

@@ -3,31 +3,61 @@ package io.rdma4j.core.verbs;
 import io.rdma4j.core.TransportConfig;
 
 /**
- * How much memory a verbs connection registers for its two-sided messages, at given settings: its receive slots
- * (the data credits of {@code verbs.receive-depth} plus {@link MessageChannel#EXTRA_SLOTS} for credit-only messages)
- * and as many send staging slots, each the {@link MessageChannel#HEADER} plus {@code max-message-size}. The
- * connection sizes its buffers from here, and the doctor's memlock advice reads the same numbers.
+ * How much memory the verbs provider registers for two-sided messages at given settings, for a number of connections:
+ * its shared receive queue ({@link ReceivePool}: each connection's reserved slots and the pool lent to busy ones) and
+ * its send staging slots ({@link StagingPool}: as many as fragments are in flight at once, estimated here at every
+ * connection's reserved credits and the pool), registered {@link SlotChunks#CHUNK_SLOTS} slots at a time. The
+ * provider sizes its pools from the same numbers, and the doctor's memlock advice reads them.
+ *
+ * @param receiveSlotSize one receive slot: a fragment of at most 4 KiB, less for a smaller {@code max-message-size}
+ * @param stagingSlotSize one send staging slot: a full fragment
  */
-public record MessageBufferSizing(int slots, int slotSize) {
+public record MessageBufferSizing(int receiveSlotSize, int stagingSlotSize) {
 
     /** @throws IllegalArgumentException for a bad {@code verbs.*} option */
     public static MessageBufferSizing of(TransportConfig config) {
-        return of(config, VerbsOptions.from(config));
+        VerbsOptions.from(config);
+        return new MessageBufferSizing(MessageChannel.slotSize(config.maxMessageSize()),
+                MessageChannel.HEADER + MessageChannel.FRAGMENT_PAYLOAD);
     }
 
-    static MessageBufferSizing of(TransportConfig config, VerbsOptions options) {
-        return new MessageBufferSizing(options.receiveDepth() + MessageChannel.EXTRA_SLOTS,
-                MessageChannel.HEADER + config.maxMessageSize());
+    /** Registered bytes for {@code connections} connections, each sending its reserved credits' worth at once. */
+    public long bytesFor(int connections) {
+        long staging = (long) connections * ReceivePool.RESERVED_CREDITS + ReceivePool.SHARED_CREDITS;
+        return chunked(ReceivePool.slotsFor(connections)) * receiveSlotSize + chunked(staging) * stagingSlotSize;
     }
 
-    /** The settings that give these numbers, as a user sets them. */
-    public String settings() {
-        return "verbs.receive-depth " + (slots - MessageChannel.EXTRA_SLOTS) + ", max-message-size "
-                + (slotSize - MessageChannel.HEADER) + " B";
-    }
-
-    /** Registered bytes per connection: its receive and its send slots. */
+    /** What one more connection adds, on average: its reserved receive slots and staging slots. */
     public long bytesPerConnection() {
-        return 2L * slots * slotSize;
+        return (long) (ReceivePool.RESERVED_CREDITS + ReceivePool.CONTROL_SLOTS) * receiveSlotSize
+                + (long) ReceivePool.RESERVED_CREDITS * stagingSlotSize;
+    }
+
+    /** The most connections {@code bytes} of registered memory holds (0 when not even the shared pools fit). */
+    public int connectionsWithin(long bytes) {
+        int low = 0;
+        int high = ReceivePool.MAX_DEPTH;
+        if (bytesFor(0) > bytes) {
+            return 0;
+        }
+        while (low < high) {
+            int mid = (low + high + 1) >>> 1;
+            if (bytesFor(mid) <= bytes) {
+                low = mid;
+            } else {
+                high = mid - 1;
+            }
+        }
+        return low;
+    }
+
+    /** The settings that give these numbers, as a user reads them. */
+    public String settings() {
+        return "receive slots of " + receiveSlotSize + " B, " + (ReceivePool.RESERVED_CREDITS + ReceivePool.CONTROL_SLOTS)
+                + " reserved per connection and " + (ReceivePool.slotsFor(0)) + " shared";
+    }
+
+    private static long chunked(long slots) {
+        return (slots + SlotChunks.CHUNK_SLOTS - 1) / SlotChunks.CHUNK_SLOTS * SlotChunks.CHUNK_SLOTS;
     }
 }

@@ -15,10 +15,13 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * Two-sided messages over one queue pair, with credits: a side sends only while it holds credits (the peer's
- * free receive slots), which come back in every message header or in a credit-only message, so a SEND never
- * finds no receive posted (iWARP has no RNR retry and would fail the queue pair). Messages are copied into
- * registered staging slots. Every method but {@link #read} runs under the connection's lock.
+ * Two-sided messages over one queue pair, in fragments of one receive slot, with credits: a side sends a fragment
+ * only while it holds a credit (a receive the peer keeps posted for it in its {@link ReceivePool}), and credits come
+ * back in every fragment's header or in a credit-only message, so a SEND never finds no receive posted (iWARP has
+ * no RNR retry and would fail the queue pair). Fragments are copied into the transport's registered staging slots
+ * ({@link StagingPool}) and put together again on the receiving side ({@link MessageAssembly}); a fragment says
+ * whether more of its message follow and whether the sender has more waiting, which earns it credits lent from the
+ * peer's shared pool. Every method but {@link #read} runs under the connection's lock.
  */
 final class MessageChannel {
 
@@ -37,12 +40,23 @@ final class MessageChannel {
     static final int CONNECT_FLAG_AUTH = 1;
     /** Each slot starts with the credits returned and the flag. */
     static final int HEADER = 8;
-    /** Receive slots beyond the data credits, for credit-only messages (at most 2 are ever in flight). */
-    static final int EXTRA_SLOTS = 4;
+    /** Payload bytes of a full fragment: a slot is 4 KiB with its header. */
+    static final int FRAGMENT_PAYLOAD = 4096 - HEADER;
+    /**
+     * Owed credits that make a credit-only message worth sending; since each returns at least this many, a peer
+     * holding its {@link ReceivePool#RESERVED_CREDITS} has at most one in flight.
+     */
+    static final int CREDIT_THRESHOLD = 2;
+    /** The flag's low byte: what the fragment is. */
+    static final int KIND = 0xff;
     static final int FLAG_DATA = 0;
     static final int FLAG_CREDIT = 1;
-    /** A proof of the shared secret ({@link ProofExchange}): never application data. */
+    /** A proof of the shared secret ({@link ProofExchange}): never application data, never in fragments. */
     static final int FLAG_PROOF = 2;
+    /** More fragments of this message follow. */
+    static final int FLAG_MORE = 0x100;
+    /** The sender has more to send after this fragment: the receiver lends it credits from its shared pool. */
+    static final int FLAG_BACKLOG = 0x200;
 
     /** What the peer announced when connecting; {@code nonce} is null when it does not authenticate. */
     record PeerParameters(int maxMessageSize, int receiveDepth, byte[] nonce) {
@@ -52,10 +66,21 @@ final class MessageChannel {
     }
 
     /**
-     * A message received in a slot: the credits it returned and its payload (null for a credit-only one); a proof's
-     * payload is the proof. A proof counts against credits as a data message does.
+     * What a received fragment gave: the credits it returned and, once its last fragment came, the message (null
+     * for a credit-only one, {@code complete} false while fragments are missing); a proof's payload is the proof.
+     * A proof counts against credits as a data message does.
      */
-    record Received(int returnedCredits, ByteBuffer payload, boolean proof) {
+    record Received(int returnedCredits, ByteBuffer payload, boolean proof, boolean complete) {
+        /** A fragment that leaves its message incomplete. */
+        static final Received PARTIAL = new Received(0, ByteBuffer.allocate(0), false, false);
+
+        Received(int returnedCredits, ByteBuffer payload, boolean proof) {
+            this(returnedCredits, payload, proof, true);
+        }
+    }
+
+    /** One received fragment, copied out of its slot: {@code bytes} null for a credit-only message. */
+    record Fragment(int returnedCredits, int flag, ByteBuffer bytes) {
     }
 
     /** A message waiting for a credit. */
@@ -63,9 +88,11 @@ final class MessageChannel {
     }
 
     private final QueuePairResources resources;
+    private final ReceivePool receives;
+    private final StagingPool staging;
     private final PostedRequests posted;
     private final int receiveDepth;
-    private final ArrayDeque<Integer> freeSendSlots = new ArrayDeque<>();
+    private final MessageAssembly message;
     private final ArrayDeque<Waiting> waiting = new ArrayDeque<>();
     private int credits;
     /** The most credits this side can hold: the peer's data receive slots it may use. */
@@ -73,15 +100,19 @@ final class MessageChannel {
     /** How many data messages the peer may still send, as this side counts them: below zero it broke the protocol. */
     private int peerCredits;
     private int owedCredits;
+    /** Of the peer's credits (held, in flight or owed), those lent from the shared pool. */
+    private int lentCredits;
     private int peerMaxMessageSize;
+    private int fragmentPayload;
 
-    MessageChannel(QueuePairResources resources, PostedRequests posted, int receiveDepth) {
+    MessageChannel(QueuePairResources resources, ReceivePool receives, StagingPool staging, PostedRequests posted,
+                   int receiveDepth, int maxMessageSize) {
         this.resources = resources;
+        this.receives = receives;
+        this.staging = staging;
         this.posted = posted;
         this.receiveDepth = receiveDepth;
-        for (int i = 0; i < resources.sendSlots; i++) {
-            freeSendSlots.add(i);
-        }
+        this.message = new MessageAssembly(maxMessageSize);
     }
 
     /**
@@ -161,116 +192,115 @@ final class MessageChannel {
         return new PeerParameters(maxMessageSize, receiveDepth, nonce);
     }
 
-    /** Posts every receive slot: before the connection can be established. */
-    void postReceives() {
-        for (int i = 0; i < resources.receiveSlots; i++) {
-            postReceive(i);
-        }
-    }
-
-    /** The peer's side of the handshake: its credits and largest message. */
+    /** The peer's side of the handshake: its credit limit and largest message; it starts with the reserved credits. */
     void open(PeerParameters peer) {
         creditLimit = Math.min(peer.receiveDepth(), receiveDepth);
-        credits = creditLimit;
-        peerCredits = creditLimit;
+        credits = Math.min(ReceivePool.RESERVED_CREDITS, creditLimit);
+        peerCredits = credits;
         peerMaxMessageSize = peer.maxMessageSize();
+        fragmentPayload = fragmentPayload(peerMaxMessageSize);
     }
 
-    private void postReceive(int slot) {
-        int rc = resources.receiveQueue.post(slot);
-        if (rc != 0) {
-            throw new RdmaException("ibv_post_recv failed: " + Errno.name(rc));
-        }
+    /** Payload bytes per fragment for a receiver of {@code maxMessageSize}: its slot, less the header. */
+    static int fragmentPayload(int maxMessageSize) {
+        return Math.min(FRAGMENT_PAYLOAD, maxMessageSize);
     }
 
-    /** Sends {@code message} now if a credit allows, else once one comes back. */
+    /** The receive slot of a side with {@code maxMessageSize}: one fragment and its header. */
+    static int slotSize(int maxMessageSize) {
+        return HEADER + fragmentPayload(maxMessageSize);
+    }
+
+    /** Sends {@code message} as the credits allow: now, or fragment by fragment as they come back. */
     void send(ByteBuffer message, CompletableFuture<Void> f) {
         if (message.remaining() > peerMaxMessageSize) {
             f.completeExceptionally(new IllegalArgumentException("message of " + message.remaining()
                     + " bytes exceeds the peer's max-message-size " + peerMaxMessageSize));
             return;
         }
-        if (credits > 0 && waiting.isEmpty()) {
-            credits--;
-            post(message, f, FLAG_DATA);
-        } else {
-            waiting.add(new Waiting(message, f));
-        }
+        waiting.add(new Waiting(message.duplicate(), f));
+        flush();
     }
 
     /**
      * Sends this side's proof of the shared secret: the first message of either side, so a credit is always there.
      */
     void sendProof(byte[] proof) {
-        if (credits <= 0 || !waiting.isEmpty() || freeSendSlots.isEmpty()) {
+        if (credits <= 0 || !waiting.isEmpty() || proof.length > fragmentPayload) {
             throw new IllegalStateException("no credit for the proof of the shared secret: it must be the first message");
         }
         credits--;
-        post(ByteBuffer.wrap(proof), null, FLAG_PROOF);
+        post(ByteBuffer.wrap(proof), proof.length, null, FLAG_PROOF);
     }
 
     /** A send staging slot is free again (its SEND completed). */
     void slotFreed(int slot) {
-        freeSendSlots.add(slot);
+        staging.free(slot);
     }
 
-    /** Copies into a staging slot and posts a signalled SEND carrying the owed credits. */
-    private void post(ByteBuffer payload, CompletableFuture<Void> f, int flag) {
-        Integer slot = freeSendSlots.poll();
-        if (slot == null) {
-            throw new IllegalStateException("no free send slot although credits allowed a send");
-        }
-        MemorySegment s = resources.sendSlot(slot);
-        int length = payload == null ? 0 : payload.remaining();
+    /** Copies one fragment into a staging slot and posts a signalled SEND carrying the owed credits. */
+    private void post(ByteBuffer payload, int length, CompletableFuture<Void> f, int flag) {
+        int slot = staging.take();
+        MemorySegment s = staging.slot(slot);
         s.set(ValueLayout.JAVA_INT_UNALIGNED, 0, owedCredits);
         s.set(ValueLayout.JAVA_INT_UNALIGNED, 4, flag);
         peerCredits += owedCredits;
         owedCredits = 0;
         if (length > 0) {
-            s.asSlice(HEADER, length).copyFrom(MemorySegment.ofBuffer(payload));
+            s.asSlice(HEADER, length).copyFrom(MemorySegment.ofBuffer(payload).asSlice(0, length));
+            payload.position(payload.position() + length);
         }
-        int rc = resources.sendQueue.postSend(posted.nextId(), s.address(), HEADER + length, resources.sendLkey());
+        int rc = resources.sendQueue.postSend(posted.nextId(), s.address(), HEADER + length, staging.lkey(slot));
         if (rc != 0) {
-            freeSendSlots.add(slot);
+            staging.free(slot);
             if (f != null) {
                 f.completeExceptionally(new RdmaException("ibv_post_send of a message failed: " + Errno.name(rc)));
             }
             return;
         }
-        posted.add(flag == FLAG_DATA ? "send" : flag == FLAG_PROOF ? "proof" : "credit update", f, slot);
+        posted.add(flag == FLAG_CREDIT ? "credit update" : (flag & KIND) == FLAG_PROOF ? "proof" : "send", f, slot);
     }
 
-    /** Sends waiting messages while credits last, else a credit-only message when half are owed. */
+    /**
+     * Sends waiting fragments while credits last, each saying whether more follow (of its message, or of others);
+     * then a credit-only message when {@link #CREDIT_THRESHOLD} credits are owed and no data carries them.
+     */
     void flush() {
-        while (credits > 0 && !waiting.isEmpty() && !freeSendSlots.isEmpty()) {
-            Waiting m = waiting.poll();
+        while (credits > 0 && !waiting.isEmpty()) {
+            Waiting m = waiting.peek();
+            int length = Math.min(m.payload().remaining(), fragmentPayload);
+            boolean more = m.payload().remaining() > length;
+            int flag = FLAG_DATA | (more ? FLAG_MORE : 0) | (more || waiting.size() > 1 ? FLAG_BACKLOG : 0);
             credits--;
-            post(m.payload(), m.future(), FLAG_DATA);
+            if (!more) {
+                waiting.poll();
+            }
+            post(m.payload(), length, more ? null : m.future(), flag);
         }
-        if (owedCredits >= Math.max(1, receiveDepth / 2) && waiting.isEmpty() && !freeSendSlots.isEmpty()) {
-            post(null, null, FLAG_CREDIT);
+        // Also with messages waiting, when no credit is left to carry the owed ones: both sides out of credits and
+        // owing each other would otherwise wait forever.
+        if (owedCredits >= CREDIT_THRESHOLD && (waiting.isEmpty() || credits == 0)) {
+            post(null, 0, null, FLAG_CREDIT);
         }
     }
 
     /**
-     * Without the lock: what receive slot {@code slot} holds after a receive of {@code byteLength} bytes.
+     * Without the lock: the fragment a receive slot holds after a receive of {@code byteLength} bytes, copied out.
      *
      * @throws ProtocolException when the message is shorter than its header, its flag is unknown, a credit-only
-     *                           message carries a payload, or the payload exceeds this side's slot
+     *                           message carries a payload, or the payload exceeds the slot
      */
-    Received read(int slot, int byteLength) {
-        MemorySegment s = resources.receiveSlot(slot);
-        int returned = s.get(ValueLayout.JAVA_INT_UNALIGNED, 0);
-        int flag = s.get(ValueLayout.JAVA_INT_UNALIGNED, 4);
+    static Fragment read(MemorySegment slot, int byteLength) {
+        int returned = slot.get(ValueLayout.JAVA_INT_UNALIGNED, 0);
+        int flag = slot.get(ValueLayout.JAVA_INT_UNALIGNED, 4);
         // the length is checked first: a short message leaves the slot's earlier header in place
-        checkLength(byteLength, flag, resources.slotSize);
+        checkLength(byteLength, flag, (int) slot.byteSize());
         if (flag == FLAG_CREDIT) {
-            return new Received(returned, null, false);
+            return new Fragment(returned, flag, null);
         }
-        int length = byteLength - HEADER;
-        ByteBuffer message = ByteBuffer.allocate(length);
-        MemorySegment.ofBuffer(message).copyFrom(s.asSlice(HEADER, length));
-        return new Received(returned, message, flag == FLAG_PROOF);
+        ByteBuffer bytes = ByteBuffer.allocate(byteLength - HEADER);
+        MemorySegment.ofBuffer(bytes).copyFrom(slot.asSlice(HEADER, byteLength - HEADER));
+        return new Fragment(returned, flag, bytes);
     }
 
     /** Checks a received message's length against its flag and the slot size, before its header is trusted. */
@@ -287,7 +317,10 @@ final class MessageChannel {
             throw new ProtocolException("peer sent a credit-only message with " + (byteLength - HEADER)
                     + " payload bytes: not an rdma4j verbs peer, or a corrupted one");
         }
-        if (flag != FLAG_DATA && flag != FLAG_CREDIT && flag != FLAG_PROOF) {
+        int kind = flag & KIND;
+        boolean known = (flag & ~(KIND | FLAG_MORE | FLAG_BACKLOG)) == 0
+                && (kind == FLAG_DATA || kind == FLAG_PROOF && (flag & FLAG_MORE) == 0 || flag == FLAG_CREDIT);
+        if (!known) {
             throw new ProtocolException("peer sent a message with unknown flag " + flag
                     + ": not an rdma4j verbs peer, or a corrupted one");
         }
@@ -315,20 +348,51 @@ final class MessageChannel {
     }
 
     /**
-     * Checks {@code received}'s credits, then reposts its slot, takes the credits and sends what they allow.
+     * Takes {@code fragment}'s credits, counts the credit it used (lending more when its peer has more to send) and
+     * adds it to the message it belongs to; sends what the credits allow. Returns the message a last fragment
+     * completes, a credit-only message, or {@link Received#PARTIAL}.
      *
-     * @throws ProtocolException when the peer returned credits it cannot have, or sent without one
+     * @throws ProtocolException when the peer returned credits it cannot have, sent without one, or sent a message
+     *                           longer than this side's max-message-size
      */
-    void accept(int slot, Received received) {
-        int newCredits = creditsAfter(credits, received.returnedCredits(), creditLimit);
-        int newPeerCredits = received.payload() == null ? peerCredits : peerCreditsAfterData(peerCredits, creditLimit);
-        postReceive(slot);
+    Received accept(Fragment fragment) {
+        int newCredits = creditsAfter(credits, fragment.returnedCredits(), creditLimit);
+        if (fragment.bytes() == null) {
+            credits = newCredits;
+            flush();
+            return new Received(fragment.returnedCredits(), null, false);
+        }
+        int newPeerCredits = peerCreditsAfterData(peerCredits, creditLimit);
         credits = newCredits;
         peerCredits = newPeerCredits;
-        if (received.payload() != null) {
+        creditUsed((fragment.flag() & FLAG_BACKLOG) != 0);
+        Received r = message.add(fragment);
+        flush();
+        return r;
+    }
+
+    /**
+     * The peer used a credit: a lent one goes back to the pool, a reserved one back to the peer; a peer with more to
+     * send is lent more, up to the credit limit.
+     */
+    private void creditUsed(boolean backlog) {
+        if (lentCredits > 0) {
+            lentCredits--;
+            receives.giveBack(1);
+        } else {
             owedCredits++;
         }
-        flush();
+        if (backlog) {
+            int allocated = peerCredits + owedCredits;
+            int lent = receives.lend(creditLimit - allocated);
+            lentCredits += lent;
+            owedCredits += lent;
+        }
+    }
+
+    /** Credits the shared pool lent this connection: given back when it closes. */
+    int lentCredits() {
+        return lentCredits;
     }
 
     /** Removes the messages still waiting for a credit. */

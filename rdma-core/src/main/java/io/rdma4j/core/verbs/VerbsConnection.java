@@ -32,9 +32,7 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class VerbsConnection implements ProviderConnection, CompletionPolling.Handler {
 
-    /** Work request ids of receives carry this bit; the slot is in the low bits. */
     private static final System.Logger LOG = System.getLogger(VerbsConnection.class.getName());
-    private static final long RECV_BIT = 1L << 62;
     private static final long CLOSE_DRAIN_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     private enum State { CONNECTING, ACCEPTING, OPEN, CLOSING, CLOSED }
@@ -47,6 +45,8 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
     private Runnable onEstablished;
     private final ProofExchange proof;
     private QueuePairResources resources;
+    /** Whether this connection holds a reservation in the transport's receive pool. */
+    private boolean joined;
 
     // guarded by lock
     private State state = State.CONNECTING;
@@ -73,19 +73,25 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
 
     // ---- setup ----
 
-    /** CQ, QP, receive and send slots; receives are posted before the connection can be established. */
+    /**
+     * CQ and QP on the transport's shared receive queue, where this connection's reserved receives are posted before
+     * it can be established.
+     */
     void createResources() {
         int depth = transport.options.receiveDepth();
-        MessageBufferSizing sizing = MessageBufferSizing.of(transport.config, transport.options);
-        int maxSendWr = transport.config.maxOutstandingOperations() + sizing.slots() + 8;
-        QueuePairResources r = QueuePairResources.create(transport.device, transport.metrics, id, sizing.slots(),
-                sizing.slots(), maxSendWr, sizing.slotSize(), RECV_BIT);
+        // in flight: fragments up to the credits, credit-only messages (each returns two or more), a proof
+        int messagesInFlight = depth + depth / MessageChannel.CREDIT_THRESHOLD + 2;
+        int maxSendWr = transport.config.maxOutstandingOperations() + messagesInFlight + 8;
+        transport.receives.join();
+        joined = true;
+        QueuePairResources r = QueuePairResources.create(transport.device, id, transport.receives.srq(), maxSendWr,
+                messagesInFlight);
         lock.lock();
         try {
             resources = r;
             oneSided.attach(r.sendQueue);
-            messages = new MessageChannel(r, posted, depth);
-            messages.postReceives();
+            messages = new MessageChannel(r, transport.receives, transport.staging, posted, depth,
+                    transport.config.maxMessageSize());
         } finally {
             lock.unlock();
         }
@@ -253,8 +259,8 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
 
     @Override
     public void onCompletion(long wrId, int status, int byteLength) {
-        if ((wrId & RECV_BIT) != 0) {
-            onReceive((int) (wrId & ~RECV_BIT), status, byteLength);
+        if (ReceivePool.isReceive(wrId)) {
+            onReceive(wrId, status, byteLength);
         } else {
             onSendCompletion(wrId, status);
         }
@@ -300,13 +306,28 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         }
     }
 
-    private void onReceive(int slot, int status, int byteLength) {
-        if (status != WorkCompletions.SUCCESS) {
-            RdmaException failure = WorkCompletions.receiveFailure(status, transport.device.iwarp, resources.slotSize,
-                    String.valueOf(remote));
-            if (failure instanceof ProtocolException violation) {
-                refuse(violation);
-            } else if (failure != null) {
+    private void onReceive(long wrId, int status, int byteLength) {
+        ReceivePool receives = transport.receives;
+        MessageChannel.Fragment fragment = null;
+        RdmaException failure = null;
+        try {
+            if (status == WorkCompletions.SUCCESS) {
+                fragment = MessageChannel.read(receives.slot(wrId), byteLength);
+            } else {
+                failure = WorkCompletions.receiveFailure(status, transport.device.iwarp, receives.slotSize(),
+                        String.valueOf(remote));
+            }
+        } catch (ProtocolException e) {
+            failure = e;
+        } finally {
+            receives.repost(wrId); // copied out or failed: the slot serves every connection again
+        }
+        if (failure instanceof ProtocolException violation) {
+            refuse(violation);
+            return;
+        }
+        if (fragment == null) {
+            if (failure != null) {
                 beginClose(failure);
             }
             return;
@@ -315,18 +336,17 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         ConnectionEvents deliverTo = null;
         boolean proven;
         try {
-            received = messages.read(slot, byteLength);
             lock.lock();
             try {
                 if (state == State.CLOSING || state == State.CLOSED) {
                     return;
                 }
+                received = messages.accept(fragment);
                 // a proof before the exchange passed, anything else after it (else it throws)
                 proven = proof.check(received, String.valueOf(remote));
-                messages.accept(slot, received);
                 if (proven) {
                     proof.answer(messages);
-                } else if (received.payload() != null) {
+                } else if (received.complete() && received.payload() != null) {
                     deliverTo = facade.deliverTo(received.payload());
                 }
             } finally {
@@ -449,6 +469,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         transport.detach(this);
         polling.tearDown(); // the poll lock is held here (finish runs inside progress())
         releaseNative();
+        freeStaging(left);
         // Report the close before failing what was pending: whoever sees an operation fail as closed
         // then also sees the connection closed.
         reportClosed();
@@ -506,13 +527,34 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         releaseNative();
     }
 
+    /**
+     * Destroys the queue pair and CQ, reposting the shared receive slots that its last completions name, and gives
+     * its reservation and lent credits back to the transport's receive pool.
+     */
     private void releaseNative() {
         transport.cmEvents.forget(id);
         QueuePairResources r = resources;
         if (r != null) {
-            r.close();
+            r.close(wrId -> {
+                if (ReceivePool.isReceive(wrId)) {
+                    transport.receives.repost(wrId);
+                }
+            });
+        }
+        if (joined) {
+            joined = false;
+            transport.receives.leave(messages == null ? 0 : messages.lentCredits());
         }
         RdmaCm.destroyId(id);
+    }
+
+    /** Once the queue pair is gone: the staging slots of what was still posted serve other connections again. */
+    private void freeStaging(List<PostedRequests.Pending> left) {
+        for (PostedRequests.Pending p : left) {
+            if (p.sendSlot() >= 0) {
+                transport.staging.free(p.sendSlot());
+            }
+        }
     }
 
     @Override

@@ -57,6 +57,10 @@ final class VerbsTransport implements ProviderTransport {
     final VerbsDevice device;
     final CmEventLoop cmEvents;
     final ProgressLoop progress;
+    /** Every connection's receives, on one shared receive queue. */
+    final ReceivePool receives;
+    /** Every connection's send staging slots. */
+    final StagingPool staging;
     /** Connections being set up (not yet polled). */
     private final Set<VerbsConnection> settingUp = ConcurrentHashMap.newKeySet();
     private final Set<VerbsListener> listeners = ConcurrentHashMap.newKeySet();
@@ -65,13 +69,16 @@ final class VerbsTransport implements ProviderTransport {
     private volatile boolean running = true;
 
     private VerbsTransport(TransportConfig config, VerbsOptions options, TransportMetrics metrics,
-                           SelectionResult.Selection selection, InetAddress localAddress, VerbsDevice device) {
+                           SelectionResult.Selection selection, InetAddress localAddress, VerbsDevice device,
+                           ReceivePool receives) {
         this.config = config;
         this.options = options;
         this.metrics = metrics;
         this.selection = selection;
         this.localAddress = localAddress;
         this.device = device;
+        this.receives = receives;
+        this.staging = new StagingPool(device.pd, MessageChannel.HEADER + MessageChannel.FRAGMENT_PAYLOAD, metrics);
         this.cmEvents = new CmEventLoop(device.eventChannel);
         this.progress = new ProgressLoop(device.completionChannel, options.busyPoll());
     }
@@ -86,7 +93,15 @@ final class VerbsTransport implements ProviderTransport {
             throw new ProviderUnavailableException("verbs provider cannot open " + selection.device().name() + ": "
                     + e.getMessage(), e);
         }
-        return new VerbsTransport(config, options, metrics, selection, local, device);
+        ReceivePool receives;
+        try {
+            receives = ReceivePool.create(device.context, device.pd, selection.device().name(),
+                    MessageChannel.slotSize(config.maxMessageSize()), metrics);
+        } catch (RuntimeException e) {
+            device.close();
+            throw e;
+        }
+        return new VerbsTransport(config, options, metrics, selection, local, device, receives);
     }
 
     /** The IPv4 address cm ids bind to: configured, else the RoCE GID's, else the device's net device's. */
@@ -308,6 +323,9 @@ final class VerbsTransport implements ProviderTransport {
                     + " channels) is left allocated, since that thread may still use it");
             return;
         }
+        // no queue pair is left on the SRQ, nothing is posted from the staging slots
+        receives.close();
+        staging.close();
         device.close();
     }
 

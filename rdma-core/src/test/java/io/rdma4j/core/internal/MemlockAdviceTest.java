@@ -16,49 +16,59 @@ class MemlockAdviceTest {
     private static final MessageBufferSizing DEFAULTS = MessageBufferSizing.of(TransportConfig.defaults());
 
     @Test
-    void theDefaultsRegisterTwiceThirtySixSlotsOfSixtyFourKibibytesPerConnection() {
-        assertThat(DEFAULTS.slots()).as("receive-depth 32 + 4 for credit-only messages").isEqualTo(36);
-        assertThat(DEFAULTS.slotSize()).isEqualTo(8 + 65536);
-        assertThat(DEFAULTS.bytesPerConnection()).isEqualTo(2L * 36 * 65544);
-        MessageBufferSizing small = MessageBufferSizing.of(TransportConfig.builder().maxMessageSize(4096)
-                .providerOption("verbs.receive-depth", "8").build());
-        assertThat(small.bytesPerConnection()).isEqualTo(2L * 12 * 4104);
-        assertThat(small.settings()).isEqualTo("verbs.receive-depth 8, max-message-size 4096 B");
+    void connectionsShareFourKibibyteSlotsAndEachAddsTwentyFourKibibytes() {
+        assertThat(DEFAULTS.receiveSlotSize()).as("a 4 KiB fragment with its header").isEqualTo(4096);
+        assertThat(DEFAULTS.bytesPerConnection()).as("2 reserved + 1 control receive slots, 2 staging slots")
+                .isEqualTo(5 * 4096);
+        // shared: 128 lent credits + 64 control slots (1 MiB chunk), 128 staging slots (1 MiB chunk)
+        assertThat(DEFAULTS.bytesFor(0)).isEqualTo(2L << 20);
+        assertThat(DEFAULTS.bytesFor(64)).as("3 x 64 + 192 receive, 2 x 64 + 128 staging slots").isEqualTo(3L << 20);
+        assertThat(DEFAULTS.bytesFor(1024)).as("3,264 receive slots in 13 chunks, 2,176 staging in 9").isEqualTo(22L << 20);
+        MessageBufferSizing small = MessageBufferSizing.of(TransportConfig.builder().maxMessageSize(1024).build());
+        assertThat(small.receiveSlotSize()).as("never more than the largest message").isEqualTo(8 + 1024);
+        assertThat(small.settings()).isEqualTo("receive slots of 1032 B, 3 reserved per connection and 192 shared");
     }
 
     @Test
-    void anEightMebibyteLimitHoldsOneDefaultConnectionAndSaysHowToRaiseIt() {
-        String text = MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 64, Optional.of(new MemlockLimit(8L << 20, 8L << 20)));
-        assertThat(text).contains("64 connections need").contains("does not allow it").contains("holds 1 connection;")
+    void anEightMebibyteLimitHoldsHundredsOfConnectionsAndSaysHowToRaiseIt() {
+        assertThat(MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 64, Optional.of(new MemlockLimit(8L << 20, 8L << 20))))
+                .contains("64 connections need 3 MiB").contains("this host allows it").contains("leaves 5 MiB");
+        String text = MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 1024, Optional.of(new MemlockLimit(8L << 20, 8L << 20)));
+        int holds = DEFAULTS.connectionsWithin(8L << 20);
+        assertThat(holds).isBetween(256, 1023);
+        assertThat(DEFAULTS.bytesFor(holds)).isLessThanOrEqualTo(8L << 20);
+        assertThat(DEFAULTS.bytesFor(holds + 1)).isGreaterThan(8L << 20);
+        assertThat(text).contains("1024 connections need").contains("does not allow it").contains("holds " + holds + " connections;")
                 .contains("ulimit -l unlimited").doesNotContain("without root");
-        assertThat(MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 64, Optional.of(new MemlockLimit(8L << 20, MemlockLimit.UNLIMITED))))
+        assertThat(MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 1024, Optional.of(new MemlockLimit(8L << 20, MemlockLimit.UNLIMITED))))
                 .contains("allows raising it without root");
+        assertThat(DEFAULTS.connectionsWithin(1L << 20)).as("not even the shared pools fit").isZero();
     }
 
     @Test
     void enoughRoomIsSaidWithWhatIsLeftForRegions() {
-        long perConnection = DEFAULTS.bytesPerConnection();
-        String text = MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 2, Optional.of(new MemlockLimit(3 * perConnection, 3 * perConnection)));
-        assertThat(text).contains("this host allows it").contains("leaves " + MemlockAdvice.size(perConnection));
+        long two = DEFAULTS.bytesFor(2);
+        String text = MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 2, Optional.of(new MemlockLimit(two + (1L << 20), two + (1L << 20))));
+        assertThat(text).contains("this host allows it").contains("leaves 1 MiB");
         assertThat(MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 1024, Optional.of(new MemlockLimit(MemlockLimit.UNLIMITED, MemlockLimit.UNLIMITED))))
-                .contains("1024 connections need").contains("the limit is unlimited");
+                .contains("1024 connections need 22 MiB").contains("the limit is unlimited");
         assertThat(MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 1, Optional.empty())).contains("1 connection needs").contains("unknown");
     }
 
     @Test
     void sizesReadAsPeopleWriteThem() {
-        assertThat(MemlockAdvice.size(DEFAULTS.bytesPerConnection())).isEqualTo("4.5 MiB");
-        assertThat(MemlockAdvice.size(64 * DEFAULTS.bytesPerConnection())).isEqualTo("288 MiB");
-        assertThat(MemlockAdvice.size(1024 * DEFAULTS.bytesPerConnection())).isEqualTo("4.5 GiB");
+        assertThat(MemlockAdvice.size(DEFAULTS.bytesPerConnection())).isEqualTo("20 KiB");
+        assertThat(MemlockAdvice.size(9L << 29)).isEqualTo("4.5 GiB");
+        assertThat(MemlockAdvice.size(288L << 20)).isEqualTo("288 MiB");
         assertThat(MemlockAdvice.size(8L << 20)).isEqualTo("8 MiB");
         assertThat(MemlockAdvice.size(900)).isEqualTo("900 B");
     }
 
     @Test
-    void theDoctorCountsTheTransportsHeaderInEverySlotAsTheProviderDoes() {
-        // measured in the lab: 4,720,320 B per connection at the defaults (VerbsGuestTest), 36 slots of 65,560 B twice
+    void theDoctorSizesSlotsAsTheProviderDoes() {
+        // the provider's max-message-size carries the transport's header: still one 4 KiB fragment per slot
         MessageBufferSizing provider = MessageBufferSizing.of(DefaultRdmaTransport.providerConfig(TransportConfig.defaults()));
-        assertThat(provider.bytesPerConnection()).isEqualTo(4_720_320);
+        assertThat(provider).isEqualTo(DEFAULTS);
     }
 
     @Test

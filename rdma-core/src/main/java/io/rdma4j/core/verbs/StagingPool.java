@@ -1,0 +1,62 @@
+package io.rdma4j.core.verbs;
+
+import io.rdma4j.core.metrics.TransportMetrics;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+
+/**
+ * The send staging slots of every connection of a transport: a message fragment is copied into one, posted, and
+ * the slot is free again when its SEND completes. A connection holds slots only while its fragments are in flight
+ * (at most the credits its peer granted), so idle connections hold none; the pool grows a chunk at a time to the
+ * most fragments ever in flight at once and keeps that. Thread-safe.
+ */
+final class StagingPool implements AutoCloseable {
+
+    private final SlotChunks chunks;
+    private final ArrayDeque<Integer> free = new ArrayDeque<>();
+
+    StagingPool(MemorySegment pd, int slotSize, TransportMetrics metrics) {
+        this.chunks = new SlotChunks(pd, 0, slotSize, metrics);
+    }
+
+    /** A free slot, registering another chunk when none is. */
+    synchronized int take() {
+        if (free.isEmpty()) {
+            int first = chunks.slots();
+            chunks.grow();
+            for (int i = 0; i < SlotChunks.CHUNK_SLOTS; i++) {
+                free.add(first + i);
+            }
+        }
+        return free.poll();
+    }
+
+    synchronized void free(int slot) {
+        free.add(slot);
+    }
+
+    MemorySegment slot(int slot) {
+        return chunks.slot(slot);
+    }
+
+    int lkey(int slot) {
+        return chunks.lkey(slot);
+    }
+
+    /** Slots registered. */
+    synchronized int slots() {
+        return chunks.slots();
+    }
+
+    /** Slots in flight now. */
+    synchronized int inUse() {
+        return chunks.slots() - free.size();
+    }
+
+    @Override
+    public synchronized void close() {
+        chunks.close();
+        free.clear();
+    }
+}
