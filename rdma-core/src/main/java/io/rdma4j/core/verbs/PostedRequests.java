@@ -1,5 +1,7 @@
 package io.rdma4j.core.verbs;
 
+import io.rdma4j.nativeloader.Verbs;
+
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -48,6 +50,27 @@ final class PostedRequests {
 
     /** What one send-queue completion finished: the request it names ({@code last}) and those posted before it. */
     record Completed(Pending last, List<Pending> earlier) {
+
+        /**
+         * Completes the futures: those posted before succeeded (a queue pair completes in order); the last one with
+         * the completion's {@code status}, a failure naming the operation and {@code peer}.
+         */
+        void complete(int status, String peer) {
+            for (Pending e : earlier) {
+                if (e.future() != null) {
+                    e.future().complete(null);
+                }
+            }
+            if (last == null || last.future() == null) {
+                return;
+            }
+            if (status != WorkCompletions.SUCCESS) {
+                last.future().completeExceptionally(WorkCompletions.exception(status, Verbs.completionStatus(status),
+                        last.operation(), peer));
+            } else {
+                last.future().complete(null);
+            }
+        }
     }
 
     /**

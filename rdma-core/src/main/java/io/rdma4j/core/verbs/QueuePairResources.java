@@ -57,10 +57,18 @@ final class QueuePairResources implements AutoCloseable {
 
     /**
      * Only once nothing polls the CQ or posts to the queue pair any more. Completions still on the CQ are polled
-     * once the queue pair is gone, and each one's work request id given to {@code leftOver}: a receive slot of the
-     * shared receive queue must be posted again, or it would be lost to every connection.
+     * once the queue pair is gone, and the receive slots they name posted again to {@code receives}: else they would
+     * be lost to every connection.
      */
-    void close(LongConsumer leftOver) {
+    void close(ReceivePool receives) {
+        close(wrId -> {
+            if (ReceivePool.isReceive(wrId)) {
+                receives.repost(wrId);
+            }
+        });
+    }
+
+    private void close(LongConsumer leftOver) {
         if (qpCreated) {
             RdmaCm.destroyQueuePair(id);
             qpCreated = false;

@@ -1,5 +1,6 @@
 package io.rdma4j.core.verbs;
 
+import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.ProviderUnavailableException;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.metrics.TransportMetrics;
@@ -159,6 +160,30 @@ final class ReceivePool implements AutoCloseable {
         queues = grown;
         for (int i = 0; i < SlotChunks.CHUNK_SLOTS; i++) {
             check(q.post(i), first + i);
+        }
+    }
+
+    /**
+     * What a receive completion brought: the fragment copied out of its slot, or why the connection ends ({@link
+     * ProtocolException} for a peer that broke the protocol); neither for a flush that needs nothing.
+     */
+    record Arrival(MessageChannel.Fragment fragment, RdmaException failure) {
+    }
+
+    /**
+     * Takes what the receive completion {@code wrId} brought (with {@code status} and {@code byteLength}), then posts
+     * its slot again, whatever it held: it serves every connection.
+     */
+    Arrival take(long wrId, int status, int byteLength, boolean iwarp, String peer) {
+        try {
+            if (status == WorkCompletions.SUCCESS) {
+                return new Arrival(MessageChannel.read(slot(wrId), byteLength), null);
+            }
+            return new Arrival(null, WorkCompletions.receiveFailure(status, iwarp, slotSize(), peer));
+        } catch (ProtocolException e) {
+            return new Arrival(null, e);
+        } finally {
+            repost(wrId);
         }
     }
 

@@ -32,8 +32,11 @@ final class StagingPool implements AutoCloseable {
         return free.poll();
     }
 
+    /** Slot {@code slot} is free again; a negative number names no slot (a work request without one). */
     synchronized void free(int slot) {
-        free.add(slot);
+        if (slot >= 0) {
+            free.add(slot);
+        }
     }
 
     MemorySegment slot(int slot) {

@@ -289,46 +289,20 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
                     + Verbs.completionStatus(status) + "); the connection is closed"));
             reportClosed();
         }
-        for (PostedRequests.Pending e : done.earlier()) {
-            if (e.future() != null) {
-                e.future().complete(null);
-            }
-        }
-        PostedRequests.Pending last = done.last();
-        if (last == null || last.future() == null) {
-            return;
-        }
-        if (status != WorkCompletions.SUCCESS) {
-            last.future().completeExceptionally(WorkCompletions.exception(status, Verbs.completionStatus(status),
-                    last.operation(), String.valueOf(remote)));
-        } else {
-            last.future().complete(null);
-        }
+        done.complete(status, String.valueOf(remote));
     }
 
     private void onReceive(long wrId, int status, int byteLength) {
-        ReceivePool receives = transport.receives;
-        MessageChannel.Fragment fragment = null;
-        RdmaException failure = null;
-        try {
-            if (status == WorkCompletions.SUCCESS) {
-                fragment = MessageChannel.read(receives.slot(wrId), byteLength);
-            } else {
-                failure = WorkCompletions.receiveFailure(status, transport.device.iwarp, receives.slotSize(),
-                        String.valueOf(remote));
-            }
-        } catch (ProtocolException e) {
-            failure = e;
-        } finally {
-            receives.repost(wrId); // copied out or failed: the slot serves every connection again
-        }
-        if (failure instanceof ProtocolException violation) {
+        ReceivePool.Arrival arrival = transport.receives.take(wrId, status, byteLength, transport.device.iwarp,
+                String.valueOf(remote));
+        if (arrival.failure() instanceof ProtocolException violation) {
             refuse(violation);
             return;
         }
+        MessageChannel.Fragment fragment = arrival.fragment();
         if (fragment == null) {
-            if (failure != null) {
-                beginClose(failure);
+            if (arrival.failure() != null) {
+                beginClose(arrival.failure());
             }
             return;
         }
@@ -469,7 +443,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         transport.detach(this);
         polling.tearDown(); // the poll lock is held here (finish runs inside progress())
         releaseNative();
-        freeStaging(left);
+        left.forEach(p -> transport.staging.free(p.sendSlot())); // the queue pair is gone: nothing reads them now
         // Report the close before failing what was pending: whoever sees an operation fail as closed
         // then also sees the connection closed.
         reportClosed();
@@ -535,26 +509,13 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         transport.cmEvents.forget(id);
         QueuePairResources r = resources;
         if (r != null) {
-            r.close(wrId -> {
-                if (ReceivePool.isReceive(wrId)) {
-                    transport.receives.repost(wrId);
-                }
-            });
+            r.close(transport.receives);
         }
         if (joined) {
             joined = false;
             transport.receives.leave(messages == null ? 0 : messages.lentCredits());
         }
         RdmaCm.destroyId(id);
-    }
-
-    /** Once the queue pair is gone: the staging slots of what was still posted serve other connections again. */
-    private void freeStaging(List<PostedRequests.Pending> left) {
-        for (PostedRequests.Pending p : left) {
-            if (p.sendSlot() >= 0) {
-                transport.staging.free(p.sendSlot());
-            }
-        }
     }
 
     @Override
