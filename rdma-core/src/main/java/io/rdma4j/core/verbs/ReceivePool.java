@@ -30,6 +30,11 @@ import java.util.Arrays;
  * this accounting already knows. Slots are posted as connections join and reused by those that join after others
  * left: the SRQ keeps the size of the most connections it served at once.
  *
+ * <p>What sharing costs: a peer that sends beyond its credits is closed at its first fragment without one, but
+ * what it had in flight by then takes slots other connections' credits stand for, with the unlent part of the shared
+ * pool as the margin. Past it, an honest SEND waits for a receive (RNR retry, unlimited) on RoCE and InfiniBand, and
+ * fails its connection on iWARP; the listener's authentication keeps such peers out.
+ *
  * <p>Every slot a completion names, successful or not, is reposted by whoever handles that completion, once its
  * bytes are copied out ({@link #repost}); that is thread-safe ({@link SharedReceiveQueue#post}).
  */

@@ -9,7 +9,11 @@ import io.rdma4j.core.RequestHandlers;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -20,7 +24,8 @@ import java.util.HexFormat;
  * The serving side of {@link ConnectionScaleGuestTest} in its own JVM: publishes a 4 KiB region, answers requests of
  * type {@link #ECHO} with their body, prints {@code READY <port> <descriptor hex>}, then answers commands on stdin:
  * {@code STATUS} prints {@code STATUS <VmPin kB> <VmLck kB> <message buffer bytes> <open connections> <CapEff>};
- * {@code REGISTER <bytes>} prints {@code REGISTERED} or {@code REFUSED <why>}. Ends at end of input.
+ * {@code REGISTER <bytes>} prints {@code REGISTERED} or {@code REFUSED <why>}; {@code MEMLOCK <bytes>} sets the
+ * soft {@code RLIMIT_MEMLOCK} (up to the hard one) and prints {@code MEMLOCK <rc>}. Ends at end of input.
  * Arguments: device name, device address, device kind.
  */
 public final class ScalePeerProcess {
@@ -30,7 +35,7 @@ public final class ScalePeerProcess {
     private ScalePeerProcess() {
     }
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) throws Throwable {
         LabDevice device = new LabDevice(args[0], args[1], LabDevice.Kind.valueOf(args[2]));
         try (Arena arena = Arena.ofShared(); RdmaTransport transport = RdmaTransport.open(VerbsLab.config(device))) {
             MemorySegment memory = arena.allocate(4096, 4096);
@@ -47,6 +52,8 @@ public final class ScalePeerProcess {
                     System.out.println("STATUS " + status("VmPin") + " " + status("VmLck") + " "
                             + transport.metrics().messageBufferBytes() + " " + transport.metrics().openConnections() + " "
                             + status("CapEff"));
+                } else if (line.startsWith("MEMLOCK ")) {
+                    System.out.println("MEMLOCK " + setSoftMemlock(Long.parseLong(line.substring(8))));
                 } else if (line.startsWith("REGISTER ")) {
                     try (RegisteredRegion big = transport.register(arena.allocate(Long.parseLong(line.substring(9)), 4096),
                             Access.remoteRead())) {
@@ -57,6 +64,25 @@ public final class ScalePeerProcess {
                 }
                 System.out.flush();
             }
+        }
+    }
+
+    /** {@code setrlimit(RLIMIT_MEMLOCK)} with {@code soft} and the current hard limit: 0, or -1. */
+    private static int setSoftMemlock(long soft) throws Throwable {
+        int rlimitMemlock = 8;
+        Linker linker = Linker.nativeLinker();
+        MethodHandle get = linker.downcallHandle(linker.defaultLookup().find("getrlimit").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS));
+        MethodHandle set = linker.downcallHandle(linker.defaultLookup().find("setrlimit").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS));
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment limit = a.allocate(16, 8); // struct rlimit { rlim_t rlim_cur, rlim_max; }
+            int rc = (int) get.invokeExact(rlimitMemlock, limit);
+            if (rc != 0) {
+                return rc;
+            }
+            limit.set(ValueLayout.JAVA_LONG, 0, soft);
+            return (int) set.invokeExact(rlimitMemlock, limit);
         }
     }
 
