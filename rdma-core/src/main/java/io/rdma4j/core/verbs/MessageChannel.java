@@ -43,8 +43,8 @@ final class MessageChannel {
     /** Payload bytes of a full fragment: a slot is 4 KiB with its header. */
     static final int FRAGMENT_PAYLOAD = 4096 - HEADER;
     /**
-     * Owed credits that make a credit-only message worth sending; since each returns at least this many, a peer
-     * holding its {@link ReceivePool#RESERVED_CREDITS} has at most one in flight.
+     * The fewest owed credits a credit-only message returns; it waits for half of what the peer was granted when that
+     * is more, so that at most two are in flight ({@link ReceivePool#CONTROL_SLOTS}).
      */
     static final int CREDIT_THRESHOLD = 2;
     /** The flag's low byte: what the fragment is. */
@@ -263,7 +263,8 @@ final class MessageChannel {
 
     /**
      * Sends waiting fragments while credits last, each saying whether more follow (of its message, or of others);
-     * then a credit-only message when {@link #CREDIT_THRESHOLD} credits are owed and no data carries them.
+     * then a credit-only message when half the credits granted (at least {@link #CREDIT_THRESHOLD}) are owed and no
+     * data carries them.
      */
     void flush() {
         while (credits > 0 && !waiting.isEmpty()) {
@@ -279,7 +280,8 @@ final class MessageChannel {
         }
         // Also with messages waiting, when no credit is left to carry the owed ones: both sides out of credits and
         // owing each other would otherwise wait forever.
-        if (owedCredits >= CREDIT_THRESHOLD && (waiting.isEmpty() || credits == 0)) {
+        int granted = peerCredits + owedCredits;
+        if (owedCredits >= Math.max(CREDIT_THRESHOLD, granted / 2) && (waiting.isEmpty() || credits == 0)) {
             post(null, 0, null, FLAG_CREDIT);
         }
     }

@@ -21,9 +21,9 @@ import java.util.Arrays;
  *
  * <p>Flow control with shared receives: a connection reserves {@link #RESERVED_CREDITS} data slots, which its peer
  * holds as credits from the start, and {@link #CONTROL_SLOTS} for the credit-only messages that are not counted
- * against credits (a credit-only message returns at least {@link MessageChannel#CREDIT_THRESHOLD} credits, so no
- * more than the peer's credits divided by that threshold are ever in flight). A pool of {@link #SHARED_CREDITS} more
- * data slots, with control slots in the same proportion, is lent to connections whose peer says it has more to send (the backlog
+ * against credits: a credit-only message returns at least half the credits its sender granted (and two or more), so
+ * no more than two are in flight, three while a loan changes how many were granted. A pool of
+ * {@link #SHARED_CREDITS} more data slots is lent to connections whose peer says it has more to send (the backlog
  * flag of its fragments), up to {@code verbs.receive-depth} each, and comes back as those credits are used. The slots
  * posted are thus never fewer than the credits granted: a SEND always finds a receive, so there is no RNR wait (and
  * iWARP, which has no RNR retry, never fails a queue pair for it), and the SRQ limit event would only report what
@@ -47,10 +47,10 @@ final class ReceivePool implements AutoCloseable {
     /** Data credits every connection's peer holds, and the slots reserved for them. */
     static final int RESERVED_CREDITS = 2;
     /** Slots per connection for the credit-only messages in flight (see the class comment). */
-    static final int CONTROL_SLOTS = RESERVED_CREDITS / MessageChannel.CREDIT_THRESHOLD;
+    static final int CONTROL_SLOTS = 3;
     /** Data credits lent to busy connections, over all connections of the transport. */
     static final int SHARED_CREDITS = 128;
-    /** The largest SRQ asked for: 16,384 receives serve about 5,300 connections. */
+    /** The largest SRQ asked for: 16,384 receives serve about 3,200 connections. */
     static final int MAX_DEPTH = 16_384;
 
     private final MemorySegment srq;
@@ -106,7 +106,7 @@ final class ReceivePool implements AutoCloseable {
 
     /** Slots a number of connections needs posted: their reservations and the shared pool. */
     static int slotsFor(int connections) {
-        return connections * (RESERVED_CREDITS + CONTROL_SLOTS) + SHARED_CREDITS + SHARED_CREDITS / MessageChannel.CREDIT_THRESHOLD;
+        return connections * (RESERVED_CREDITS + CONTROL_SLOTS) + SHARED_CREDITS;
     }
 
     /**

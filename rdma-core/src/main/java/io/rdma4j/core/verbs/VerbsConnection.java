@@ -79,8 +79,8 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
      */
     void createResources() {
         int depth = transport.options.receiveDepth();
-        // in flight: fragments up to the credits, credit-only messages (each returns two or more), a proof
-        int messagesInFlight = depth + depth / MessageChannel.CREDIT_THRESHOLD + 2;
+        // in flight: fragments up to the credits, credit-only messages, a proof
+        int messagesInFlight = depth + ReceivePool.CONTROL_SLOTS + 2;
         int maxSendWr = transport.config.maxOutstandingOperations() + messagesInFlight + 8;
         transport.receives.join();
         joined = true;

@@ -16,17 +16,17 @@ class MemlockAdviceTest {
     private static final MessageBufferSizing DEFAULTS = MessageBufferSizing.of(TransportConfig.defaults());
 
     @Test
-    void connectionsShareFourKibibyteSlotsAndEachAddsTwentyFourKibibytes() {
+    void connectionsShareFourKibibyteSlotsAndEachAddsTwentyEightKibibytes() {
         assertThat(DEFAULTS.receiveSlotSize()).as("a 4 KiB fragment with its header").isEqualTo(4096);
-        assertThat(DEFAULTS.bytesPerConnection()).as("2 reserved + 1 control receive slots, 2 staging slots")
-                .isEqualTo(5 * 4096);
-        // shared: 128 lent credits + 64 control slots (1 MiB chunk), 128 staging slots (1 MiB chunk)
+        assertThat(DEFAULTS.bytesPerConnection()).as("2 reserved + 3 control receive slots, 2 staging slots")
+                .isEqualTo(7 * 4096);
+        // shared: 128 lent credits (a 1 MiB chunk), 128 staging slots (a 1 MiB chunk)
         assertThat(DEFAULTS.bytesFor(0)).isEqualTo(2L << 20);
-        assertThat(DEFAULTS.bytesFor(64)).as("3 x 64 + 192 receive, 2 x 64 + 128 staging slots").isEqualTo(3L << 20);
-        assertThat(DEFAULTS.bytesFor(1024)).as("3,264 receive slots in 13 chunks, 2,176 staging in 9").isEqualTo(22L << 20);
+        assertThat(DEFAULTS.bytesFor(64)).as("5 x 64 + 128 receive, 2 x 64 + 128 staging slots").isEqualTo(3L << 20);
+        assertThat(DEFAULTS.bytesFor(1024)).as("5,248 receive slots in 21 chunks, 2,176 staging in 9").isEqualTo(30L << 20);
         MessageBufferSizing small = MessageBufferSizing.of(TransportConfig.builder().maxMessageSize(1024).build());
         assertThat(small.receiveSlotSize()).as("never more than the largest message").isEqualTo(8 + 1024);
-        assertThat(small.settings()).isEqualTo("receive slots of 1032 B, 3 reserved per connection and 192 shared");
+        assertThat(small.settings()).isEqualTo("receive slots of 1032 B, 5 reserved per connection and 128 shared");
     }
 
     @Test
@@ -35,7 +35,7 @@ class MemlockAdviceTest {
                 .contains("64 connections need 3 MiB").contains("this host allows it").contains("leaves 5 MiB");
         String text = MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 1024, Optional.of(new MemlockLimit(8L << 20, 8L << 20)));
         int holds = DEFAULTS.connectionsWithin(8L << 20);
-        assertThat(holds).isBetween(256, 1023);
+        assertThat(holds).isBetween(128, 1023);
         assertThat(DEFAULTS.bytesFor(holds)).isLessThanOrEqualTo(8L << 20);
         assertThat(DEFAULTS.bytesFor(holds + 1)).isGreaterThan(8L << 20);
         assertThat(text).contains("1024 connections need").contains("does not allow it").contains("holds " + holds + " connections;")
@@ -51,13 +51,13 @@ class MemlockAdviceTest {
         String text = MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 2, Optional.of(new MemlockLimit(two + (1L << 20), two + (1L << 20))));
         assertThat(text).contains("this host allows it").contains("leaves 1 MiB");
         assertThat(MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 1024, Optional.of(new MemlockLimit(MemlockLimit.UNLIMITED, MemlockLimit.UNLIMITED))))
-                .contains("1024 connections need 22 MiB").contains("the limit is unlimited");
+                .contains("1024 connections need 30 MiB").contains("the limit is unlimited");
         assertThat(MemlockAdvice.text(DEFAULTS, DEFAULTS.settings(), 1, Optional.empty())).contains("1 connection needs").contains("unknown");
     }
 
     @Test
     void sizesReadAsPeopleWriteThem() {
-        assertThat(MemlockAdvice.size(DEFAULTS.bytesPerConnection())).isEqualTo("20 KiB");
+        assertThat(MemlockAdvice.size(DEFAULTS.bytesPerConnection())).isEqualTo("28 KiB");
         assertThat(MemlockAdvice.size(9L << 29)).isEqualTo("4.5 GiB");
         assertThat(MemlockAdvice.size(288L << 20)).isEqualTo("288 MiB");
         assertThat(MemlockAdvice.size(8L << 20)).isEqualTo("8 MiB");
