@@ -134,8 +134,9 @@ class ConnectionScaleGuestTest {
         static Peer start(LabDevice device) throws Exception {
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
             // the lab runs as root: CAP_IPC_LOCK leaves the bounding and inheritable sets, so the limit applies
-            List<String> command = new ArrayList<>(List.of("bash", "-c", "ulimit -H -l " + RAISED_MEMLOCK_KB + " && ulimit -S -l "
-                    + DEFAULT_MEMLOCK_KB + " && exec setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock -- \"$@\"", "limited"));
+            // (the soft limit first: a hard limit below the soft one is refused)
+            List<String> command = new ArrayList<>(List.of("bash", "-c", "ulimit -S -l " + DEFAULT_MEMLOCK_KB + " && ulimit -H -l "
+                    + RAISED_MEMLOCK_KB + " && exec setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock -- \"$@\"", "limited"));
             command.addAll(List.of(java, "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1", "-Xmx256m",
                     "-cp", System.getProperty("java.class.path"), ScalePeerProcess.class.getName(),
                     device.name(), device.address(), device.kind().name()));
@@ -152,7 +153,7 @@ class ConnectionScaleGuestTest {
                 }
             });
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT);
-            while (System.nanoTime() < deadline) {
+            while (System.nanoTime() < deadline && (p.isAlive() || !lines.isEmpty())) {
                 String line = lines.poll(1, TimeUnit.SECONDS);
                 if (line != null && line.startsWith("READY ")) {
                     String[] f = line.split(" ");
