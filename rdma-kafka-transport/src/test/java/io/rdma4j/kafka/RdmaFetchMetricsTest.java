@@ -62,6 +62,7 @@ class RdmaFetchMetricsTest {
     @Test
     void rdmaReadsAreCountedInTheRdmaGroupAndInTheStandardFetchMetrics() throws Exception {
         String topic = topic(2);
+        assertThat(KafkaFixtures.RDMA_METRICS_GROUP).as("the group the shared fixtures read").isEqualTo(RdmaFetchMetrics.GROUP);
         try (LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")))) {
             produce(topic, 1000, exporter);
             // One RDMA read per partition holds the whole log, so every batch is read (and counted) exactly once.
