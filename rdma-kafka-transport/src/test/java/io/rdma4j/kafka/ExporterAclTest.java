@@ -11,6 +11,8 @@ import io.rdma4j.kafka.exporter.LogExporter;
 import io.rdma4j.kafka.protocol.AbortedTransactions;
 import io.rdma4j.kafka.protocol.ExporterAuthentication;
 import io.rdma4j.kafka.protocol.SegmentDirectory;
+import io.rdma4j.testsupport.kafka.KafkaFixtures;
+import io.rdma4j.testsupport.kafka.KafkaTestCluster;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ExpireDelegationTokenOptions;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -312,11 +314,11 @@ class ExporterAclTest {
         String log = RdmaFetchMetricsTest.capturingStandardError(() -> {
             // Its token clients on every exporter, then its token expired as it closes.
             readAll(perBrokerConsumer());
-            var broker = cluster.kit.brokers().get(BROKERS - 1);
+            var broker = cluster.kit().brokers().get(BROKERS - 1);
             broker.shutdown();
             broker.awaitShutdown();
             broker.startup();
-            cluster.kit.waitForReadyBrokers();
+            cluster.kit().waitForReadyBrokers();
             readAll(perBrokerConsumer());
         });
         // The exporters' WARN and ERROR lines and their Kafka clients' (client ids rdma4j-log-exporter...), by cause:

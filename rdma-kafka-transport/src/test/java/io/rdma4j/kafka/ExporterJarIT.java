@@ -1,9 +1,9 @@
 package io.rdma4j.kafka;
 
 import io.rdma4j.core.metrics.OperationType;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.clients.admin.OffsetSpec;
+import io.rdma4j.testsupport.kafka.KafkaBrokerProcess;
+import io.rdma4j.testsupport.kafka.KafkaFixtures;
+import io.rdma4j.testsupport.kafka.KafkaTestCluster;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
@@ -56,7 +56,9 @@ class ExporterJarIT {
                     .redirectErrorStream(true).redirectOutput(log.toFile()).start();
             try {
                 awaitListening(exporter, port, log);
-                produce(cluster.bootstrap()); // after the start, as in production: the exporter follows a live log
+                // After the start, as in production: the exporter follows a live log.
+                KafkaFixtures.createTopic(cluster.bootstrap(), TOPIC, 2);
+                KafkaFixtures.produceKeyed(cluster.bootstrap(), TOPIC, RECORDS);
                 Map<String, Object> props = new HashMap<>(Map.of("bootstrap.servers", cluster.bootstrap(),
                         "enable.auto.commit", "false",
                         "rdma.fetch.enabled", "true",
@@ -192,12 +194,4 @@ class ExporterJarIT {
         }
     }
 
-    private static void produce(String bootstrap) throws Exception {
-        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-            admin.createTopics(List.of(new NewTopic(TOPIC, 2, (short) 1))).all().get();
-            KafkaFixtures.awaitLeaders(admin, Map.of(new TopicPartition(TOPIC, 0), OffsetSpec.latest(),
-                    new TopicPartition(TOPIC, 1), OffsetSpec.latest()));
-        }
-        KafkaFixtures.produceKeyed(bootstrap, TOPIC, RECORDS);
-    }
 }

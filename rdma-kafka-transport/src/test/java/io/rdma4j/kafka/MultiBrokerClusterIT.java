@@ -1,6 +1,8 @@
 package io.rdma4j.kafka;
 
 import io.rdma4j.kafka.exporter.BrokerExporterReporter;
+import io.rdma4j.testsupport.kafka.KafkaBrokerProcess;
+import io.rdma4j.testsupport.kafka.KafkaFixtures;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;

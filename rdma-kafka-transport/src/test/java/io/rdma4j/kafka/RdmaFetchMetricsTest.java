@@ -2,6 +2,8 @@ package io.rdma4j.kafka;
 
 import io.rdma4j.kafka.exporter.ExporterConfig;
 import io.rdma4j.kafka.exporter.LogExporter;
+import io.rdma4j.testsupport.kafka.KafkaFixtures;
+import io.rdma4j.testsupport.kafka.KafkaTestCluster;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -60,10 +62,11 @@ class RdmaFetchMetricsTest {
     @Test
     void rdmaReadsAreCountedInTheRdmaGroupAndInTheStandardFetchMetrics() throws Exception {
         String topic = topic(2);
+        assertThat(KafkaFixtures.RDMA_METRICS_GROUP).as("the group the shared fixtures read").isEqualTo(RdmaFetchMetrics.GROUP);
         try (LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")))) {
             produce(topic, 1000, exporter);
             // One RDMA read per partition holds the whole log, so every batch is read (and counted) exactly once.
-            try (Consumer<String, String> c = consumer("metrics-rdma", KafkaFixtures.address(exporter),
+            try (Consumer<String, String> c = consumer("metrics-rdma", KafkaFixtures.address(exporter.address()),
                     Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100000"))) {
                 List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
                 c.assign(tps);
@@ -111,7 +114,7 @@ class RdmaFetchMetricsTest {
         String topic = topic(2);
         String id = "metrics-fallback";
         LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")));
-        try (Consumer<String, String> c = consumer(id, KafkaFixtures.address(exporter),
+        try (Consumer<String, String> c = consumer(id, KafkaFixtures.address(exporter.address()),
                 Map.of("rdma.fetch.fallback.backoff.ms", "60000"))) {
             List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
             try {
@@ -151,7 +154,7 @@ class RdmaFetchMetricsTest {
         TopicPartition tp = new TopicPartition(topic, 0);
         try (LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")))) {
             produce(topic, 1000, exporter);
-            try (Consumer<String, String> c = consumer(id, KafkaFixtures.address(exporter),
+            try (Consumer<String, String> c = consumer(id, KafkaFixtures.address(exporter.address()),
                     Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100"))) {
                 c.assign(List.of(tp));
                 c.seekToBeginning(List.of(tp));

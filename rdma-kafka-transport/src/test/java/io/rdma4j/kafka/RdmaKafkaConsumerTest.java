@@ -1,9 +1,11 @@
 package io.rdma4j.kafka;
 
-import io.rdma4j.kafka.KafkaFixtures.Seen;
 import io.rdma4j.core.metrics.OperationType;
 import io.rdma4j.kafka.exporter.ExporterConfig;
 import io.rdma4j.kafka.exporter.LogExporter;
+import io.rdma4j.testsupport.kafka.KafkaFixtures;
+import io.rdma4j.testsupport.kafka.KafkaFixtures.Seen;
+import io.rdma4j.testsupport.kafka.KafkaTestCluster;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.Consumer;
@@ -35,10 +37,10 @@ import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import static io.rdma4j.kafka.KafkaFixtures.address;
-import static io.rdma4j.kafka.KafkaFixtures.awaitLeaders;
-import static io.rdma4j.kafka.KafkaFixtures.pollUntil;
-import static io.rdma4j.kafka.KafkaFixtures.value;
+import static io.rdma4j.testsupport.kafka.KafkaFixtures.address;
+import static io.rdma4j.testsupport.kafka.KafkaFixtures.awaitLeaders;
+import static io.rdma4j.testsupport.kafka.KafkaFixtures.pollUntil;
+import static io.rdma4j.testsupport.kafka.KafkaFixtures.value;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -81,7 +83,7 @@ public class RdmaKafkaConsumerTest {
         // Keepalives 15 times as often as the limit: a loaded 2-core CI machine stalls a poll loop for hundreds of ms.
         props.put(ExporterConfig.CONNECTIONS_MAX_IDLE, "1500");
         try (LogExporter shortIdle = LogExporter.start(ExporterConfig.fromProperties(props));
-             Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", address(shortIdle),
+             Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", address(shortIdle.address()),
                      RdmaConsumerConfig.KEEPALIVE, "100"))) {
             c.assign(List.of(tp));
             assertThat(pollUntil(c, 300)).hasSize(300);
@@ -489,7 +491,7 @@ public class RdmaKafkaConsumerTest {
                     return transport.register(copy, io.rdma4j.core.Access.remoteRead());
                 })) {
             List<Seen> plain = consume(plainConsumer(Map.of()), topic, 1, 1000);
-            try (Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", address(tampering),
+            try (Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", address(tampering.address()),
                     ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "16384", "rdma.fetch.decode.ahead", decodeAhead))) {
                 List<Seen> got = consume(c, topic, 1, 1000);
                 RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
@@ -1156,7 +1158,7 @@ public class RdmaKafkaConsumerTest {
     private Consumer<String, String> rdmaConsumer(Map<String, Object> extra) {
         Map<String, Object> p = new HashMap<>(consumerProps(Map.of()));
         p.put("rdma.fetch.enabled", "true");
-        p.put("rdma.exporter.address", address(exporter));
+        p.put("rdma.exporter.address", address(exporter.address()));
         p.put("rdma.provider", "tcp");
         p.putAll(extra);
         return RdmaConsumerFactory.create(p, null, null);

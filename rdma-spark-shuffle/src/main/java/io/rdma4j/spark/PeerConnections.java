@@ -160,8 +160,9 @@ final class PeerConnections implements AutoCloseable {
         }
         for (Map.Entry<String, Entry> e : idle) {
             LOG.debug("rdma4j shuffle: closing the connection to executor {}, unused for {} ms", e.getKey(), idleTimeout.toMillis());
-            e.getValue().connection.close();
+            // Counted first: whoever sees the connection closed sees it counted.
             RdmaShuffleMetrics.IDLE_CONNECTIONS_CLOSED.inc();
+            e.getValue().connection.close();
         }
     }
 

@@ -1,6 +1,6 @@
 package io.rdma4j.spark;
 
-import io.rdma4j.it.spark.LocalSparkCluster;
+import io.rdma4j.testsupport.spark.LocalSparkCluster;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaSparkContext;
 

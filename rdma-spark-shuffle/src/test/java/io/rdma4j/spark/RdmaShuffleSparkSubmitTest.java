@@ -1,6 +1,6 @@
 package io.rdma4j.spark;
 
-import io.rdma4j.it.spark.LocalSparkCluster;
+import io.rdma4j.testsupport.spark.LocalSparkCluster;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

@@ -27,10 +27,9 @@ final class SlabBufferPool implements RegisteredBufferPool {
 
     private final RdmaTransport transport;
     private final PoolConfig config;
-    private final Arena slabArena = Arena.ofShared();
     private final ConcurrentLinkedDeque<Block>[] freeBlocks;
-    private final List<RegisteredRegion> slabs = new ArrayList<>();
-    private final TreeMap<Long, List<Large>> cachedLarge = new TreeMap<>();
+    private final List<Registration> slabs = new ArrayList<>();
+    private final TreeMap<Long, List<Registration>> cachedLarge = new TreeMap<>();
     private final AtomicLong pooledBytes = new AtomicLong();
     private long cachedLargeBytes;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -95,12 +94,18 @@ final class SlabBufferPool implements RegisteredBufferPool {
         }
         RegisteredRegion region;
         synchronized (slabs) {
-            if (closed.get()) {
-                throw new IllegalStateException("buffer pool is closed");
+            try {
+                if (closed.get()) {
+                    throw new IllegalStateException("buffer pool is closed");
+                }
+                // An arena per slab: a slab whose registration fails frees its memory at once.
+                Registration slab = registerDedicated(slabSize);
+                slabs.add(slab);
+                region = slab.region;
+            } catch (RuntimeException | Error e) {
+                pooledBytes.addAndGet(-slabSize);
+                throw e;
             }
-            MemorySegment slab = slabArena.allocate(slabSize, CACHE_LINE);
-            region = transport.register(slab, config.access());
-            slabs.add(region);
         }
         long blockSize = config.minBufferSize() << sizeClass;
         MemorySegment slab = region.segment();
@@ -121,8 +126,8 @@ final class SlabBufferPool implements RegisteredBufferPool {
             // Reuse a cached registration of at least the size and at most twice it, to bound waste.
             var entry = cachedLarge.ceilingEntry(size);
             if (entry != null && entry.getKey() <= 2 * size) {
-                List<Large> list = entry.getValue();
-                Large large = list.removeLast();
+                List<Registration> list = entry.getValue();
+                Registration large = list.removeLast();
                 if (list.isEmpty()) {
                     cachedLarge.remove(entry.getKey());
                 }
@@ -130,21 +135,21 @@ final class SlabBufferPool implements RegisteredBufferPool {
                 return new Lent(this, large.region.segment().asSlice(0, size), large.region, null, large, null);
             }
         }
-        Large large = registerDedicated(size);
+        Registration large = registerDedicated(size);
         return new Lent(this, large.region.segment(), large.region, null, large, null);
     }
 
     private PooledBuffer oneOff(long size) {
         oneOffRegistrations.increment();
-        Large dedicated = registerDedicated(size);
+        Registration dedicated = registerDedicated(size);
         return new Lent(this, dedicated.region.segment(), dedicated.region, null, null, dedicated);
     }
 
-    private Large registerDedicated(long size) {
+    private Registration registerDedicated(long size) {
         Arena arena = Arena.ofShared();
         try {
             MemorySegment segment = arena.allocate(size, CACHE_LINE);
-            return new Large(arena, transport.register(segment, config.access()));
+            return new Registration(arena, transport.register(segment, config.access()));
         } catch (RuntimeException | Error e) {
             arena.close();
             throw e;
@@ -195,24 +200,24 @@ final class SlabBufferPool implements RegisteredBufferPool {
             return;
         }
         synchronized (slabs) {
-            slabs.forEach(RegisteredRegion::close);
+            slabs.forEach(Registration::free);
             slabs.clear();
         }
         synchronized (cachedLarge) {
-            cachedLarge.values().forEach(list -> list.forEach(Large::free));
+            cachedLarge.values().forEach(list -> list.forEach(Registration::free));
             cachedLarge.clear();
             cachedLargeBytes = 0;
         }
         for (ConcurrentLinkedDeque<Block> q : freeBlocks) {
             q.clear();
         }
-        slabArena.close();
     }
 
     private record Block(MemorySegment segment, RegisteredRegion region, int sizeClass) {
     }
 
-    private record Large(Arena arena, RegisteredRegion region) {
+    /** Memory with its own arena and its registration, freed together. */
+    private record Registration(Arena arena, RegisteredRegion region) {
         void free() {
             region.close();
             arena.close();
@@ -224,11 +229,11 @@ final class SlabBufferPool implements RegisteredBufferPool {
         private final MemorySegment segment;
         private final RegisteredRegion region;
         private final Block block;
-        private final Large large;
-        private final Large oneOff;
+        private final Registration large;
+        private final Registration oneOff;
         private final AtomicBoolean returned = new AtomicBoolean();
 
-        Lent(SlabBufferPool pool, MemorySegment segment, RegisteredRegion region, Block block, Large large, Large oneOff) {
+        Lent(SlabBufferPool pool, MemorySegment segment, RegisteredRegion region, Block block, Registration large, Registration oneOff) {
             this.pool = pool;
             this.segment = segment;
             this.region = region;

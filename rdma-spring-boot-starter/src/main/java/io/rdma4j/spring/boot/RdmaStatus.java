@@ -20,14 +20,25 @@ public record RdmaStatus(State state, Map<String, Object> details, Throwable fai
 
     public enum State {
         /** The transport is open (and the endpoint listens where one is enabled). Health UP. */
-        UP,
+        UP("UP"),
         /**
          * The transport failed to open and the application runs without it, as {@code rdma4j.fail-fast=false}
          * allows. Health UNKNOWN, not DOWN: the application works as configured.
          */
-        WITHOUT_RDMA,
+        WITHOUT_RDMA("UNKNOWN"),
         /** The transport is open but the enabled endpoint failed to listen ({@code rdma4j.fail-fast=false}). Health DOWN. */
-        DOWN
+        DOWN("DOWN");
+
+        private final String healthStatus;
+
+        State(String healthStatus) {
+            this.healthStatus = healthStatus;
+        }
+
+        /** The health status code, the same string on both Boot lines' health APIs. */
+        public String healthStatus() {
+            return healthStatus;
+        }
     }
 
     /** The {@code mode} detail while the transport is unavailable. */

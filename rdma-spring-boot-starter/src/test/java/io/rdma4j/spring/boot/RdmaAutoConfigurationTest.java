@@ -318,8 +318,35 @@ class RdmaAutoConfigurationTest {
     }
 
     @Test
+    void kafkaWiringFollowsTheFetchProperty() {
+        runner.withPropertyValues("spring.kafka.consumer.properties.rdma.fetch.enabled=true")
+                .run(context -> assertThat(context).hasNotFailed().hasSingleBean(RdmaKafkaConsumerFactoryPostProcessor.class));
+        runner.run(context -> assertThat(context).hasNotFailed().doesNotHaveBean(RdmaKafkaConsumerFactoryPostProcessor.class));
+        runner.withPropertyValues("spring.kafka.consumer.properties.rdma.fetch.enabled=true", "rdma4j.enabled=false")
+                .run(context -> assertThat(context).hasNotFailed().doesNotHaveBean(RdmaKafkaConsumerFactoryPostProcessor.class));
+    }
+
+    @Test
+    void kafkaWiringBacksOffForTheApplicationsOwn() {
+        runner.withUserConfiguration(OwnKafkaWiring.class)
+                .withPropertyValues("spring.kafka.consumer.properties.rdma.fetch.enabled=true")
+                .run(context -> assertThat(context).hasNotFailed().hasSingleBean(RdmaKafkaConsumerFactoryPostProcessor.class)
+                        .getBean(RdmaKafkaConsumerFactoryPostProcessor.class).isSameAs(OwnKafkaWiring.OWN));
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class OwnKafkaWiring {
+        static final RdmaKafkaConsumerFactoryPostProcessor OWN = new RdmaKafkaConsumerFactoryPostProcessor();
+
+        @Bean
+        static RdmaKafkaConsumerFactoryPostProcessor ownKafkaWiring() {
+            return OWN;
+        }
+    }
+
+    @Test
     void kafkaWiringIsInactiveWithoutTheKafkaModule() {
-        // The Kafka module is on this test class path (for RdmaKafkaListenerTest): hide it as an application without it.
+        // The Kafka module (an optional dependency) is on this test class path: hide it as an application without it.
         runner.withClassLoader(new org.springframework.boot.test.context.FilteredClassLoader("io.rdma4j.kafka."))
                 .withPropertyValues("spring.kafka.consumer.properties.rdma.fetch.enabled=true")
                 .run(context -> assertThat(context).hasNotFailed().doesNotHaveBean(RdmaKafkaConsumerFactoryPostProcessor.class));

@@ -1,9 +1,9 @@
 package io.rdma4j.it.kafka;
 
-import io.rdma4j.kafka.KafkaTestCluster;
 import io.rdma4j.kafka.RdmaConsumerFactory;
 import io.rdma4j.kafka.exporter.ExporterConfig;
 import io.rdma4j.kafka.exporter.LogExporter;
+import io.rdma4j.testsupport.kafka.KafkaTestCluster;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.Consumer;

@@ -1,8 +1,8 @@
 package io.rdma4j.it.kafka;
 
-import io.rdma4j.kafka.KafkaFixtures;
-import io.rdma4j.kafka.MixedWorkload;
 import io.rdma4j.kafka.RdmaKafkaConsumer;
+import io.rdma4j.testsupport.kafka.KafkaFixtures;
+import io.rdma4j.testsupport.kafka.MixedWorkload;
 import jdk.jfr.Recording;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.Consumer;

@@ -2,7 +2,7 @@ package io.rdma4j.it.kafka;
 
 import io.rdma4j.it.kafka.KafkaMixedWorkloadBenchmark.Round;
 import io.rdma4j.it.kafka.KafkaMixedWorkloadBenchmark.Variant;
-import io.rdma4j.kafka.MixedWorkload;
+import io.rdma4j.testsupport.kafka.MixedWorkload;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.junit.jupiter.api.Test;
 

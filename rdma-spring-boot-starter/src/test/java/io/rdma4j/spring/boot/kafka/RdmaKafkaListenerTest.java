@@ -1,20 +1,16 @@
 package io.rdma4j.spring.boot.kafka;
 
 import io.rdma4j.core.metrics.OperationType;
-import io.rdma4j.kafka.KafkaBrokerProcess;
 import io.rdma4j.kafka.RdmaKafkaConsumer;
-import io.rdma4j.kafka.KafkaFixtures;
 import io.rdma4j.kafka.exporter.ExporterConfig;
 import io.rdma4j.kafka.exporter.LogExporter;
+import io.rdma4j.testsupport.kafka.KafkaBrokerProcess;
+import io.rdma4j.testsupport.kafka.KafkaFixtures;
+import io.rdma4j.testsupport.kafka.KafkaTestCluster;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.LogDirDescription;
-import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.test.KafkaClusterTestKit;
-import org.apache.kafka.common.test.TestKitNodes;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.SpringBootVersion;
@@ -65,8 +61,8 @@ class RdmaKafkaListenerTest {
         assertThat(boot3).as("Boot line of this run").isEqualTo("3".equals(System.getProperty("rdma4j.expected.boot.major")));
         try (TestBroker broker = boot3 ? Boot3Broker.start() : KitBroker.start()) {
             String bootstrap = broker.bootstrap();
-            createTopic(bootstrap);
-            produce(bootstrap);
+            KafkaFixtures.createTopic(bootstrap, TOPIC, 2);
+            KafkaFixtures.produceKeyed(bootstrap, TOPIC, RECORDS);
             String logDirs = logDirs(bootstrap);
             try (LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(Map.of(
                     ExporterConfig.LOG_DIRS, logDirs, ExporterConfig.BOOTSTRAP, bootstrap,
@@ -105,44 +101,26 @@ class RdmaKafkaListenerTest {
         void close();
     }
 
-    /** Boot 4 line: Kafka's own 4.3.1 test kit. */
+    /** Boot 4 line: Kafka's own 4.3.1 test kit, in this JVM. */
     static final class KitBroker implements TestBroker {
-        private final KafkaClusterTestKit kit;
+        private final KafkaTestCluster cluster;
 
-        private KitBroker(KafkaClusterTestKit kit) {
-            this.kit = kit;
+        private KitBroker(KafkaTestCluster cluster) {
+            this.cluster = cluster;
         }
 
         static KitBroker start() throws Exception {
-            KafkaClusterTestKit kit = new KafkaClusterTestKit.Builder(new TestKitNodes.Builder().setCombined(true)
-                    .setNumBrokerNodes(1).setNumControllerNodes(1).build())
-                    .setConfigProp("offsets.topic.replication.factor", "1")
-                    .setConfigProp("offsets.topic.num.partitions", "1")
-                    .setConfigProp("group.initial.rebalance.delay.ms", "0")
-                    .build();
-            try {
-                kit.format();
-                kit.startup();
-                kit.waitForReadyBrokers();
-                return new KitBroker(kit);
-            } catch (Exception | Error e) {
-                kit.close();
-                throw e;
-            }
+            return new KitBroker(new KafkaTestCluster());
         }
 
         @Override
         public String bootstrap() {
-            return kit.bootstrapServers();
+            return cluster.bootstrap();
         }
 
         @Override
         public void close() {
-            try {
-                kit.close();
-            } catch (Exception e) {
-                throw new IllegalStateException("the test broker did not close", e);
-            }
+            cluster.close();
         }
     }
 
@@ -183,18 +161,5 @@ class RdmaKafkaListenerTest {
             assertThat(dirs.get(node)).as("log directories of node %s", node).isNotEmpty();
             return String.join(",", dirs.get(node).keySet());
         }
-    }
-
-    private static void createTopic(String bootstrap) throws Exception {
-        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-            admin.createTopics(List.of(new NewTopic(TOPIC, 2, (short) 1))).all().get();
-            // Wait for the leaders: a produce before that fails NOT_LEADER and may lose its first batch.
-            KafkaFixtures.awaitLeaders(admin, Map.of(new TopicPartition(TOPIC, 0), OffsetSpec.latest(),
-                    new TopicPartition(TOPIC, 1), OffsetSpec.latest()));
-        }
-    }
-
-    private static void produce(String bootstrap) throws Exception {
-        KafkaFixtures.produceKeyed(bootstrap, TOPIC, RECORDS);
     }
 }

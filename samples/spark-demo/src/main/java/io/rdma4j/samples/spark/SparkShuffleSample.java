@@ -3,12 +3,12 @@ package io.rdma4j.samples.spark;
 import io.rdma4j.core.ProviderSelection;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.TransportConfig;
-import io.rdma4j.it.spark.LocalSparkCluster;
+import io.rdma4j.testsupport.spark.LocalSparkCluster;
 import org.apache.spark.SparkConf;
-import org.apache.spark.scheduler.SparkListener;
-import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import scala.Tuple2;
 
 import java.nio.file.Files;

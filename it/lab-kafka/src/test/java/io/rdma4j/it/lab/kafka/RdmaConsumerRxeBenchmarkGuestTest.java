@@ -1,13 +1,13 @@
 package io.rdma4j.it.lab.kafka;
 
 import io.rdma4j.it.lab.LabDevice;
-import io.rdma4j.kafka.KafkaTestCluster;
-import io.rdma4j.kafka.MixedWorkload;
 import io.rdma4j.kafka.RdmaConsumerFactory;
 import io.rdma4j.kafka.RdmaKafkaConsumer;
-import io.rdma4j.kafka.KafkaFixtures;
 import io.rdma4j.kafka.exporter.ExporterConfig;
 import io.rdma4j.kafka.exporter.LogExporter;
+import io.rdma4j.testsupport.kafka.KafkaFixtures;
+import io.rdma4j.testsupport.kafka.KafkaTestCluster;
+import io.rdma4j.testsupport.kafka.MixedWorkload;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;

@@ -1,4 +1,4 @@
-package io.rdma4j.kafka;
+package io.rdma4j.testsupport.kafka;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.common.Uuid;
@@ -22,8 +22,9 @@ import java.util.concurrent.TimeoutException;
  * A real Kafka KRaft combined-mode node (broker and controller) in a child JVM started as a user starts one:
  * {@code kafka-storage format}, then {@code kafka-server-start server.properties}, with this JVM's class path
  * (which holds the broker jars of the test kit and this module's classes). Its output goes to a file under
- * {@code target/} whose tail {@link #logTail()} gives for assertion messages. Public in this module's test-jar: the
- * starter's Spring Kafka test runs it on the Boot 3.5 line, whose Kafka 3.9 jars cannot run a 4.3.1 broker in-process.
+ * {@code target/} whose tail {@link #logTail()} gives for assertion messages. rdma-kafka-transport's tests run the
+ * broker plugin and multi-broker clusters with it; the starter's Spring Kafka test runs it on the Boot 3.5 line, whose
+ * Kafka 3.9 jars cannot run a 4.3.1 broker in-process.
  */
 public final class KafkaBrokerProcess implements AutoCloseable {
 
@@ -152,7 +153,7 @@ public final class KafkaBrokerProcess implements AutoCloseable {
     }
 
     /** Stops the node as {@code kafka-server-stop} does (SIGTERM, so shutdown hooks close the plugins) and waits. */
-    void stopGracefully() throws InterruptedException {
+    public void stopGracefully() throws InterruptedException {
         process.destroy();
         if (!process.waitFor(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
             throw new IllegalStateException("the broker did not stop within " + STOP_TIMEOUT + " of SIGTERM\n" + logTail());
@@ -163,13 +164,13 @@ public final class KafkaBrokerProcess implements AutoCloseable {
      * Stops the node gracefully and starts it again on the same storage, ports and properties (a rolling restart);
      * returns once it answers again.
      */
-    void restart() throws Exception {
+    public void restart() throws Exception {
         stopGracefully();
         startAgain();
     }
 
     /** Kills the node at once (SIGKILL: no controlled shutdown, no shutdown hooks), as a crash would. */
-    void kill() throws InterruptedException {
+    public void kill() throws InterruptedException {
         process.destroyForcibly();
         if (!process.waitFor(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
             throw new IllegalStateException("the broker did not die within " + STOP_TIMEOUT + " of SIGKILL");
@@ -177,7 +178,7 @@ public final class KafkaBrokerProcess implements AutoCloseable {
     }
 
     /** Starts the stopped or killed node again on the same storage, ports and properties; returns once it answers. */
-    void startAgain() throws Exception {
+    public void startAgain() throws Exception {
         process = launch("kafka.Kafka", serverProperties.toString());
         awaitReady();
     }
@@ -194,7 +195,7 @@ public final class KafkaBrokerProcess implements AutoCloseable {
     }
 
     /** Everything the child printed. */
-    String output() throws IOException {
+    public String output() throws IOException {
         return Files.readString(log, StandardCharsets.UTF_8);
     }
 
@@ -262,7 +263,7 @@ public final class KafkaBrokerProcess implements AutoCloseable {
         }
     }
 
-    static int freePort() throws IOException {
+    public static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();
         }

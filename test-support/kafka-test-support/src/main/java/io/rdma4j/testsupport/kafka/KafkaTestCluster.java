@@ -1,6 +1,5 @@
-package io.rdma4j.kafka;
+package io.rdma4j.testsupport.kafka;
 
-import io.rdma4j.kafka.exporter.ExporterConfig;
 import org.apache.kafka.clients.CommonClientConfigs;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.common.config.SaslConfigs;
@@ -19,7 +18,8 @@ import java.util.regex.Pattern;
 /**
  * A KRaft cluster from the 4.3.1 test kit, with the settings single-replica groups and transactions need: one combined
  * node, or {@link #brokersOn several brokers}, each advertising a host of its own, and one controller.
- * Public in this module's test-jar: the soft-RDMA lab's Kafka flow (it/lab-kafka) starts its brokers with it.
+ * Used by rdma-kafka-transport's tests, the soft-RDMA lab's Kafka flow (it/lab-kafka), the Spring starter's Boot 4 run
+ * and the Kafka benchmarks.
  */
 public final class KafkaTestCluster implements AutoCloseable {
 
@@ -33,7 +33,7 @@ public final class KafkaTestCluster implements AutoCloseable {
     /** Threads of the brokers and controllers (kafka-*, broker-*, controller-*, quorum and raft threads, ...). */
     private static final Pattern KAFKA_THREAD = Pattern.compile("(?i)kafka|broker|controller|raft|quorum|metadata|ExpirationReaper");
 
-    final KafkaClusterTestKit kit;
+    private final KafkaClusterTestKit kit;
 
     public KafkaTestCluster() throws Exception {
         this(Map.of());
@@ -142,6 +142,11 @@ public final class KafkaTestCluster implements AutoCloseable {
         return kit.bootstrapServers();
     }
 
+    /** The test kit itself, for what this class does not wrap (stopping and starting one broker). */
+    public KafkaClusterTestKit kit() {
+        return kit;
+    }
+
     /** Client properties for a {@link #secured} cluster: bootstrap, SASL_PLAINTEXT and PLAIN as {@code user}. */
     public Map<String, Object> clientProps(String user, String password) {
         Map<String, Object> p = new HashMap<>();
@@ -172,14 +177,17 @@ public final class KafkaTestCluster implements AutoCloseable {
         return exporterProps(kit.nodes().brokerNodes().firstKey(), listen);
     }
 
-    /** Exporter properties for broker {@code brokerId} on the tcp provider. */
+    /**
+     * Exporter properties for broker {@code brokerId} on the tcp provider, by the keys an exporter's properties file
+     * has (this module sits below rdma-kafka-transport and its {@code ExporterConfig}).
+     */
     public Map<String, Object> exporterProps(int brokerId, String listen) {
         Map<String, Object> p = new HashMap<>();
-        p.put(ExporterConfig.LOG_DIRS, logDirs(brokerId));
-        p.put(ExporterConfig.BOOTSTRAP, bootstrap());
-        p.put(ExporterConfig.LISTEN, listen);
-        p.put(ExporterConfig.INTERVAL, "20");
-        p.put(ExporterConfig.GRACE, "2000");
+        p.put("rdma.exporter.log.dirs", logDirs(brokerId));
+        p.put("rdma.exporter.bootstrap.servers", bootstrap());
+        p.put("rdma.exporter.listen.address", listen);
+        p.put("rdma.exporter.watermark.interval.ms", "20");
+        p.put("rdma.exporter.retire.grace.ms", "2000");
         p.put("rdma.provider", "tcp");
         return p;
     }

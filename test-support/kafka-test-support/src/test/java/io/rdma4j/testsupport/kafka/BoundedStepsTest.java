@@ -1,4 +1,4 @@
-package io.rdma4j.kafka;
+package io.rdma4j.testsupport.kafka;
 
 import org.junit.jupiter.api.Test;
 

@@ -1,4 +1,4 @@
-package io.rdma4j.kafka;
+package io.rdma4j.testsupport.kafka;
 
 import java.io.PrintStream;
 import java.time.Duration;

@@ -1,7 +1,8 @@
-package io.rdma4j.kafka;
+package io.rdma4j.testsupport.kafka;
 
-import io.rdma4j.kafka.exporter.LogExporter;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -11,9 +12,11 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.StringSerializer;
 
+import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Future;
@@ -21,11 +24,14 @@ import java.util.concurrent.Future;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * What the Kafka tests of this module, the Spring starter and the soft-RDMA lab share (this module's test jar): records
- * reduced to what must match, waiting for partition leaders, producing keyed records, polling until a count, the
- * exporter's address.
+ * What the Kafka tests of rdma-kafka-transport, the Spring starter, the soft-RDMA lab and the benchmarks share: records
+ * reduced to what must match, creating topics and waiting for their leaders, producing keyed records, polling until a
+ * count, an exporter's address, and the RDMA consumer's figures read from {@code metrics()} by their public names.
  */
 public final class KafkaFixtures {
+
+    /** The metric group of an RDMA consumer's figures in {@code metrics()}. */
+    public static final String RDMA_METRICS_GROUP = "consumer-rdma-fetch-metrics";
 
     private KafkaFixtures() {
     }
@@ -41,15 +47,16 @@ public final class KafkaFixtures {
         }
     }
 
-    public static String address(LogExporter e) {
-        return "127.0.0.1:" + e.address().getPort();
+    /** {@code rdma.exporter.address} of an exporter listening on {@code listening} (a wildcard or loopback address). */
+    public static String address(InetSocketAddress listening) {
+        return "127.0.0.1:" + listening.getPort();
     }
 
     public static List<Seen> pollUntil(Consumer<String, String> c, int count) {
         return pollUntil(c, count, () -> { });
     }
 
-    static List<Seen> pollUntil(Consumer<String, String> c, int count, Runnable afterEachPoll) {
+    public static List<Seen> pollUntil(Consumer<String, String> c, int count, Runnable afterEachPoll) {
         List<Seen> out = new ArrayList<>();
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (out.size() < count && System.nanoTime() < deadline) {
@@ -63,7 +70,7 @@ public final class KafkaFixtures {
     }
 
     /** Retries ListOffsets until every partition's leader answers (the Admin metadata may not know the topic yet). */
-    public static void awaitLeaders(Admin admin, Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> partitions) throws Exception {
+    public static void awaitLeaders(Admin admin, Map<TopicPartition, OffsetSpec> partitions) throws Exception {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (true) {
             try {
@@ -75,6 +82,21 @@ public final class KafkaFixtures {
                 }
                 Thread.sleep(50);
             }
+        }
+    }
+
+    /**
+     * Creates {@code topic} with {@code partitions} single-replica partitions and waits for their leaders: a produce
+     * before that fails NOT_LEADER and may lose its first batch.
+     */
+    public static void createTopic(String bootstrap, String topic, int partitions) throws Exception {
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get();
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            for (int p = 0; p < partitions; p++) {
+                latest.put(new TopicPartition(topic, p), OffsetSpec.latest());
+            }
+            awaitLeaders(admin, latest);
         }
     }
 
@@ -112,10 +134,13 @@ public final class KafkaFixtures {
         return rdmaTotal(c, "crc-failures-total");
     }
 
-    /** A client-wide figure of the consumer's RDMA group (not a partition's). */
+    /**
+     * A client-wide figure of the consumer's RDMA group (not a partition's). Named as a monitoring system names it:
+     * this module sits below rdma-kafka-transport.
+     */
     private static long rdmaTotal(Consumer<?, ?> c, String name) {
         return c.metrics().entrySet().stream()
-                .filter(e -> e.getKey().group().equals(RdmaFetchMetrics.GROUP) && e.getKey().name().equals(name)
+                .filter(e -> e.getKey().group().equals(RDMA_METRICS_GROUP) && e.getKey().name().equals(name)
                         && e.getKey().tags().keySet().equals(java.util.Set.of("client-id")))
                 .mapToLong(e -> ((Number) e.getValue().metricValue()).longValue()).findFirst().orElse(0);
     }

@@ -1,4 +1,4 @@
-package io.rdma4j.it.spark;
+package io.rdma4j.testsupport.spark;
 
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaSparkContext;

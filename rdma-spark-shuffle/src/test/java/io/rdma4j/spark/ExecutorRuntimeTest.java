@@ -1,0 +1,148 @@
+package io.rdma4j.spark;
+
+import io.rdma4j.core.RdmaConnection;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.shuffle.IndexShuffleBlockResolver;
+import org.apache.spark.storage.BlockManagerId;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import scala.Option;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * One executor's runtime on its own, in a real local-mode Spark driver (its SparkEnv, RPC and block manager) on the tcp
+ * provider: what it registers with the driver, how it finds and keeps connections to peers, which map-output
+ * descriptions it caches, and whose files it reads host-locally. The runtime is its own peer here: the driver's
+ * registry knows it, and it connects to its own endpoint.
+ */
+class ExecutorRuntimeTest {
+
+    private static final int SHUFFLE = 0;
+
+    private static JavaSparkContext sc;
+    private static SparkEnv env;
+    private static IndexShuffleBlockResolver resolver;
+    private ExecutorRuntime runtime;
+
+    @BeforeAll
+    static void startDriver() {
+        SparkConf conf = new SparkConf().setMaster("local[1]").setAppName("executor-runtime-test")
+                .set("spark.ui.enabled", "false")
+                .set("spark.driver.host", "127.0.0.1")
+                .set("spark.driver.bindAddress", "127.0.0.1")
+                .set("spark.local.dir", Path.of("target", "executor-runtime-test").toAbsolutePath().toString())
+                .set("spark.shuffle.rdma.provider", "tcp");
+        sc = new JavaSparkContext(conf);
+        env = SparkEnv.get();
+        EndpointRegistry.startOnDriver(env);
+        resolver = new IndexShuffleBlockResolver(conf, env.blockManager());
+    }
+
+    @AfterAll
+    static void stopDriver() {
+        if (sc != null) {
+            sc.stop();
+        }
+    }
+
+    @BeforeEach
+    void start() {
+        runtime = ExecutorRuntime.start(RdmaShuffleConf.from(env.conf()), env, resolver);
+    }
+
+    @AfterEach
+    void close() {
+        runtime.unregisterShuffle(SHUFFLE);
+        runtime.close();
+        resolver.removeDataByMap(SHUFFLE, 1);
+        resolver.removeDataByMap(SHUFFLE, 2);
+    }
+
+    @Test
+    void registersItsEndpointAndLocalDirectoriesWithTheDriver() {
+        EndpointRegistry.Location location = EndpointRegistry.connect(env).lookup(runtime.executorId);
+        assertThat(location).isNotNull();
+        assertThat(location.address().getPort()).isEqualTo(runtime.endpoint().getPort()).isPositive();
+        assertThat(location.localDirs()).containsExactly(env.blockManager().diskBlockManager().localDirsString());
+        assertThat(runtime.transport.provider()).isEqualTo("tcp");
+    }
+
+    @Test
+    void aPeerWithoutAnEndpointIsUnreachableAndSaysWhy() {
+        assertThatThrownBy(() -> runtime.connection("no-such-executor")).isInstanceOf(PeerUnreachableException.class)
+                .hasMessageContaining("executor no-such-executor has no rdma4j endpoint");
+    }
+
+    @Test
+    void oneConnectionPerPeerUntilItIsForgotten() throws Exception {
+        RdmaConnection first;
+        try (PeerConnections.Lease a = runtime.connection(runtime.executorId);
+             PeerConnections.Lease b = runtime.connection(runtime.executorId)) {
+            first = a.connection();
+            assertThat(b.connection()).as("a second reader shares the open connection").isSameAs(first);
+            assertThat(runtime.peerConnections()).isEqualTo(1);
+        }
+        runtime.forget(runtime.executorId, first);
+        assertThat(runtime.peerConnections()).isZero();
+        try (PeerConnections.Lease again = runtime.connection(runtime.executorId)) {
+            assertThat(again.connection()).as("the next reader connects anew").isNotSameAs(first);
+        }
+    }
+
+    @Test
+    void describesAndCachesOnlyTheMapOutputsThatExist() throws Exception {
+        writeMapOutput(1, "abc", "", "defgh");
+        try (PeerConnections.Lease lease = runtime.connection(runtime.executorId)) {
+            Map<Long, DescribeMapOutputs.MapOutput> first = runtime.describe(runtime.executorId, lease.connection(), SHUFFLE, List.of(1L, 2L));
+            assertThat(first.get(1L).present()).isTrue();
+            assertThat(first.get(1L).data().length()).isEqualTo(8);
+            assertThat(first.get(2L).present()).as("map 2 has no files yet").isFalse();
+
+            // The peer forgets map 1 and map 2 appears: map 1 comes from the cache, map 2 is asked for again.
+            runtime.publisher.unpublish(SHUFFLE);
+            resolver.removeDataByMap(SHUFFLE, 1);
+            writeMapOutput(2, "xy");
+            Map<Long, DescribeMapOutputs.MapOutput> second = runtime.describe(runtime.executorId, lease.connection(), SHUFFLE, List.of(1L, 2L));
+            assertThat(second.get(1L)).as("cached").isEqualTo(first.get(1L));
+            assertThat(second.get(2L).present()).as("a missing output is not cached").isTrue();
+
+            runtime.unregisterShuffle(SHUFFLE);
+            Map<Long, DescribeMapOutputs.MapOutput> third = runtime.describe(runtime.executorId, lease.connection(), SHUFFLE, List.of(1L));
+            assertThat(third.get(1L).present()).as("the cache went with the shuffle; map 1's files are gone").isFalse();
+        }
+    }
+
+    @Test
+    void readsHostLocallyOnlyFromPeersOnItsOwnHost() {
+        BlockManagerId own = env.blockManager().blockManagerId();
+        BlockManagerId sameHost = BlockManagerId.apply(runtime.executorId, own.host(), own.port(), Option.empty());
+        assertThat(runtime.hostLocalDirs(sameHost)).as("Spark's readHostLocalDisk is on by default")
+                .containsExactly(env.blockManager().diskBlockManager().localDirsString());
+        BlockManagerId elsewhere = BlockManagerId.apply(runtime.executorId, "10.255.255.1", own.port(), Option.empty());
+        assertThat(runtime.hostLocalDirs(elsewhere)).isNull();
+        BlockManagerId unknown = BlockManagerId.apply("no-such-executor", own.host(), own.port(), Option.empty());
+        assertThat(runtime.hostLocalDirs(unknown)).as("the driver knows no directories of it").isNull();
+    }
+
+    /** Map output {@code mapId} of {@link #SHUFFLE} with one partition per string, as Spark's sort shuffle writes it. */
+    private static void writeMapOutput(long mapId, String... partitions) throws IOException {
+        File data = Files.createTempFile(Path.of("target"), "map-output", ".tmp").toFile();
+        Files.writeString(data.toPath(), String.join("", partitions));
+        long[] lengths = java.util.Arrays.stream(partitions).mapToLong(String::length).toArray();
+        resolver.writeMetadataFileAndCommit(SHUFFLE, mapId, lengths, new long[0], data);
+    }
+}
