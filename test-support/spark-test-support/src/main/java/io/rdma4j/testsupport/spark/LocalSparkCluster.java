@@ -105,7 +105,8 @@ public final class LocalSparkCluster {
 
     /**
      * Starts the context and waits until every executor of the local-cluster master has registered, so that
-     * shuffles really cross JVMs; an emulated CPU (the soft-RDMA lab) needs a longer {@code executorWait}.
+     * shuffles really cross JVMs; an emulated CPU (the soft-RDMA lab) needs a longer {@code executorWait}. With
+     * dynamic allocation it does not wait.
      */
     public static JavaSparkContext start(SparkConf conf, Duration executorWait) {
         Matcher master = LOCAL_CLUSTER.matcher(conf.get("spark.master", ""));
@@ -114,6 +115,10 @@ public final class LocalSparkCluster {
         }
         int executors = Integer.parseInt(master.group(1));
         JavaSparkContext sc = new JavaSparkContext(conf);
+        if (conf.getBoolean("spark.dynamicAllocation.enabled", false)) {
+            // Executors come and go: an idle one may be removed before the last has registered. Jobs wait for them.
+            return sc;
+        }
         long deadline = System.nanoTime() + executorWait.toNanos();
         // The driver's block manager counts too.
         while (sc.sc().getExecutorMemoryStatus().size() < executors + 1) {
