@@ -176,7 +176,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
 
     /** Registered buffers the RDMA fetcher holds now: at most one range read ahead or left over per partition. */
     long fetchBuffersHeld() {
-        return fetcher == null ? 0 : fetcher.pool.outstandingBuffers();
+        return fetcher == null ? 0 : fetcher.pool().outstandingBuffers();
     }
 
     /** Whether this consumer fetches by RDMA at all (false when the transport failed to open). */
@@ -222,7 +222,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                     continue;
                 }
                 long position = positions.position(tp);
-                RdmaFetcher.Result result;
+                FetchResult result;
                 try {
                     result = fetcher.fetch(tp, position, budget, maxPartitionFetchBytes, keyDeserializer, valueDeserializer);
                 } catch (RecordDeserializationException e) {
@@ -232,9 +232,9 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                     break; // return what other partitions gave first; the next poll throws (as KafkaConsumer does)
                 }
                 switch (result) {
-                    case RdmaFetcher.Records<?, ?> r -> {
+                    case FetchResult.Records<?, ?> r -> {
                         @SuppressWarnings("unchecked")
-                        RdmaFetcher.Records<K, V> records = (RdmaFetcher.Records<K, V>) r;
+                        FetchResult.Records<K, V> records = (FetchResult.Records<K, V>) r;
                         if (records.nextOffset() != position) {
                             positions.advance(tp, records.nextOffset(), records.leaderEpoch());
                         }
@@ -247,7 +247,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                             budget -= records.records().size();
                         }
                     }
-                    case RdmaFetcher.Fallback f -> {
+                    case FetchResult.Fallback f -> {
                         readLog.fellBack(tp, f.kind(), f.reason(), rdmaConfig.fallbackBackoff().toMillis());
                         fallbackUntilNanos.put(tp, System.nanoTime() + rdmaConfig.fallbackBackoff().toNanos());
                     }
