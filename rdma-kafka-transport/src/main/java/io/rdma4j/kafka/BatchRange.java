@@ -15,9 +15,9 @@ import java.util.concurrent.TimeoutException;
 /**
  * Bytes of one exported segment, from {@code position} on, in a registered buffer: read now ({@link #inBuffer}), being
  * read and decoded ahead while the application works on the records before them ({@link #pending}), or left over
- * from a fetch that stopped at {@code max.poll.records} ({@link #rest}). {@link ExporterReads} issues the READs. KafkaConsumer keeps its next fetch in flight and
- * its unreturned records the same way; without it every poll waits for a READ and re-reads what the poll before did
- * not return.
+ * from a fetch that stopped at {@code max.poll.records} ({@link #rest}); {@link ExporterReads} issues the READs.
+ * KafkaConsumer keeps its next fetch in flight and its unreturned records the same way; without it every poll waits
+ * for a READ and re-reads what the poll before did not return.
  */
 final class BatchRange {
 
