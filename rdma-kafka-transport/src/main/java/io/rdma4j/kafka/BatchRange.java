@@ -3,25 +3,21 @@ package io.rdma4j.kafka;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.pool.PooledBuffer;
-import io.rdma4j.core.pool.RegisteredBufferPool;
-import io.rdma4j.kafka.protocol.SegmentDirectory;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.function.Function;
 
 /**
- * Bytes of one exported segment, from {@code position} on, in a registered buffer: read now ({@link #read}), read and
- * decoded ahead while the application works on the records before them ({@link #readAhead}), or left over from a
- * fetch that stopped at {@code max.poll.records} ({@link #rest}). KafkaConsumer keeps its next fetch in flight and
- * its unreturned records the same way; without it every poll waits for a READ and re-reads what the poll before did
- * not return.
+ * Bytes of one exported segment, from {@code position} on, in a registered buffer: read now ({@link #inBuffer}), being
+ * read and decoded ahead while the application works on the records before them ({@link #pending}), or left over
+ * from a fetch that stopped at {@code max.poll.records} ({@link #rest}); {@link ExporterReads} issues the READs.
+ * KafkaConsumer keeps its next fetch in flight and its unreturned records the same way; without it every poll waits
+ * for a READ and re-reads what the poll before did not return.
  */
 final class BatchRange {
 
@@ -34,6 +30,8 @@ final class BatchRange {
     /** When the READ was posted and when it finished (visible once {@link #done} is joined); 0 when not read ahead. */
     private final long startNanos;
     private final long[] readDoneNanos;
+    /** The batches, once {@link #await} returned them. */
+    private DecodedBatches decoded;
 
     private BatchRange(long segmentBase, long position, PooledBuffer buffer, MemorySegment bytes,
                        CompletableFuture<DecodedBatches> done, long startNanos, long[] readDoneNanos) {
@@ -47,38 +45,19 @@ final class BatchRange {
     }
 
     /** Bytes already in {@code buffer}; its batches are parsed when the consumer's thread asks. */
-    static BatchRange read(long segmentBase, long position, PooledBuffer buffer) {
+    static BatchRange inBuffer(long segmentBase, long position, PooledBuffer buffer) {
         return new BatchRange(segmentBase, position, buffer, buffer.segment(),
                 CompletableFuture.completedFuture(null), 0, new long[1]);
     }
 
     /**
-     * Starts a READ of {@code length} bytes from {@code position} of the segment's region, whose batches
-     * {@code decoder} then checks and parses with {@code decode} (run on that executor only); with no decoder
-     * they are parsed when the consumer's thread asks.
+     * Bytes a READ posted at {@code startNanos} is writing into {@code buffer}: {@code done} completes once nothing
+     * writes or decodes them any more, with their batches when decoded ahead (else null), having set
+     * {@code readDoneNanos[0]} when the READ finished.
      */
-    static BatchRange readAhead(RdmaConnection c, SegmentDirectory.Segment segment, long position, long length,
-                                RegisteredBufferPool pool, Executor decoder, Function<MemorySegment, DecodedBatches> decode) {
-        PooledBuffer buffer = pool.acquire(length);
-        long start = System.nanoTime();
-        long[] readDone = new long[1];
-        CompletableFuture<DecodedBatches> done;
-        try {
-            CompletableFuture<Void> read = c.read(segment.region(), position, buffer.segment());
-            done = decoder == null
-                    ? read.thenApply(v -> {
-                        readDone[0] = System.nanoTime();
-                        return null;
-                    })
-                    : read.thenApplyAsync(v -> {
-                        readDone[0] = System.nanoTime();
-                        return decode.apply(buffer.segment());
-                    }, decoder);
-        } catch (RuntimeException e) {
-            buffer.close();
-            throw e;
-        }
-        return new BatchRange(segment.baseOffset(), position, buffer, buffer.segment(), done, start, readDone);
+    static BatchRange pending(long segmentBase, long position, PooledBuffer buffer, CompletableFuture<DecodedBatches> done,
+                              long startNanos, long[] readDoneNanos) {
+        return new BatchRange(segmentBase, position, buffer, buffer.segment(), done, startNanos, readDoneNanos);
     }
 
     /** The whole batches from {@code fromPosition} on, owning the buffer from now on; null when none starts there. */
@@ -106,12 +85,15 @@ final class BatchRange {
 
     /**
      * Waits until the bytes are in (throwing what {@link RdmaConnection#readAndWait} would) and returns their
-     * batches. A failed READ gives its buffer back.
+     * batches (the same ones on every call). A failed READ gives its buffer back.
      */
     DecodedBatches await() {
-        DecodedBatches decoded;
+        if (decoded != null) {
+            return decoded;
+        }
+        DecodedBatches ahead;
         try {
-            decoded = done.join();
+            ahead = done.join();
         } catch (CompletionException e) {
             buffer.close();
             if (e.getCause() instanceof RdmaException r) {
@@ -119,7 +101,8 @@ final class BatchRange {
             }
             throw new RdmaException("read-ahead of segment " + segmentBase + " at byte " + position + " failed: " + e.getCause(), e.getCause());
         }
-        return decoded != null ? decoded : DecodedBatches.parse(bytes);
+        decoded = ahead != null ? ahead : DecodedBatches.parse(bytes);
+        return decoded;
     }
 
     /** How long the READ took, once {@link #await} returned; 0 for bytes read synchronously or left over. */

@@ -8,7 +8,6 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerInterceptor;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -20,7 +19,6 @@ import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
-import org.apache.kafka.common.errors.RecordDeserializationException;
 import org.apache.kafka.common.metrics.KafkaMetric;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.slf4j.Logger;
@@ -28,12 +26,7 @@ import org.slf4j.LoggerFactory;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Collections;
-import java.util.HashMap;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -46,8 +39,9 @@ import java.util.regex.Pattern;
  * and does everything else (group membership, rebalances, commits, seeks, positions, pause/resume) through
  * an internal {@link KafkaConsumer}, so it behaves exactly as one.
  *
- * <p>How poll() divides the work: the partitions RDMA serves are paused in the internal consumer, so it
- * never fetches them. Their positions after RDMA reads are kept in {@link ReadPositions} rather than moved with
+ * <p>How poll() divides the work: the partitions RDMA serves are paused in the internal consumer
+ * ({@link ServedPartitions}), so it never fetches them; {@link PollMerge} fetches them by RDMA and merges their records
+ * with the internal consumer's. Their positions after RDMA reads are kept in {@link ReadPositions} rather than moved with
  * {@code seek}, which {@code KafkaConsumer} logs at INFO each time; position(), commits without offsets and
  * auto-commit ({@link AutoCommit}, taken over from the internal consumer) use them. A partition RDMA cannot serve
  * (exporter unreachable, offset not exported or below the log start, corrupt batch) is handed back to the normal
@@ -61,28 +55,17 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
 
     private static final Logger LOG = LoggerFactory.getLogger(RdmaKafkaConsumer.class);
 
-    /**
-     * Whether the Kafka clients on the class path have {@code ConsumerRecords.nextOffsets()} (4.0 and later). The 3.9
-     * clients of Spring Boot 3.5 have not: there poll() returns records without next offsets, as their own
-     * KafkaConsumer does. Asked once of Kafka's public API, since the two lines cannot be told apart otherwise.
-     */
     /** The longest poll() waits for a topic's metadata to choose its exporter; normally it is known already. */
     private static final Duration METADATA_WAIT = Duration.ofMillis(500);
-    private static final boolean CLIENTS_HAVE_NEXT_OFFSETS = hasMethod(ConsumerRecords.class, "nextOffsets");
 
     private final KafkaConsumer<K, V> delegate;
-    private final Deserializer<K> keyDeserializer;
-    private final Deserializer<V> valueDeserializer;
     private final List<ConsumerInterceptor<K, V>> interceptors;
     private final RdmaConsumerConfig rdmaConfig;
     private final RdmaTransport transport;
     private final RdmaFetcher fetcher;
-    /** Which assigned partition the next poll serves first. */
-    private long pollRotation;
-    private final int maxPollRecords;
-    private final int maxPartitionFetchBytes;
-    private final Set<TopicPartition> userPaused = new HashSet<>();
-    private final Map<TopicPartition, Long> fallbackUntilNanos = new HashMap<>();
+    private final ServedPartitions served;
+    /** Null when RDMA is off. */
+    private final PollMerge<K, V> merge;
     private final RdmaFetchMetrics rdmaMetrics;
     private final ReadPositions positions;
     /** Null unless the application asked for auto-commit (then the internal consumer's is off). */
@@ -94,18 +77,16 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     public RdmaKafkaConsumer(Map<String, Object> configs, Deserializer<K> keyDeserializer, Deserializer<V> valueDeserializer) {
         this.rdmaConfig = RdmaConsumerConfig.from(configs);
         Map<String, Object> kafka = RdmaConsumerConfig.kafkaConfigs(configs);
-        this.keyDeserializer = keyDeserializer != null ? keyDeserializer : ConsumerPlugins.newDeserializer(kafka, ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, true);
-        this.valueDeserializer = valueDeserializer != null ? valueDeserializer : ConsumerPlugins.newDeserializer(kafka, ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, false);
+        Deserializer<K> keys = keyDeserializer != null ? keyDeserializer : ConsumerPlugins.newDeserializer(kafka, ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, true);
+        Deserializer<V> values = valueDeserializer != null ? valueDeserializer : ConsumerPlugins.newDeserializer(kafka, ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, false);
         this.interceptors = ConsumerPlugins.newInterceptors(kafka);
         if (!interceptors.isEmpty()) {
             kafka.put(ConsumerConfig.INTERCEPTOR_CLASSES_CONFIG, InterceptorBridge.class.getName());
             kafka.put(InterceptorBridge.TARGETS, interceptors);
         }
         boolean readCommitted = "read_committed".equals(String.valueOf(kafka.getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "")).trim().toLowerCase(Locale.ROOT));
-        this.maxPollRecords = RdmaConsumerConfig.intValue(kafka, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, ConsumerConfig.DEFAULT_MAX_POLL_RECORDS);
-        this.maxPartitionFetchBytes = RdmaConsumerConfig.intValue(kafka, ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, ConsumerConfig.DEFAULT_MAX_PARTITION_FETCH_BYTES);
         boolean ownAutoCommit = rdmaConfig.enabled() && AutoCommit.takeOver(kafka);
-        this.delegate = new KafkaConsumer<>(kafka, this.keyDeserializer, this.valueDeserializer);
+        this.delegate = new KafkaConsumer<>(kafka, keys, values);
         this.positions = new ReadPositions(delegate);
         this.autoCommit = ownAutoCommit ? AutoCommit.of(delegate, positions::consumed, kafka) : null;
         this.rdmaMetrics = new RdmaFetchMetrics(RdmaFetchMetrics.clientIdOf(delegate));
@@ -134,6 +115,11 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         this.transport = t;
         this.fetcher = f;
         this.readLog = new RdmaReadLog(t == null ? "" : t.selection().provider());
+        this.served = new ServedPartitions(delegate, f, positions, readLog, rdmaMetrics);
+        this.merge = f == null ? null : new PollMerge<>(f, served, positions, readLog, keys, values,
+                RdmaConsumerConfig.intValue(kafka, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, ConsumerConfig.DEFAULT_MAX_POLL_RECORDS),
+                RdmaConsumerConfig.intValue(kafka, ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, ConsumerConfig.DEFAULT_MAX_PARTITION_FETCH_BYTES),
+                rdmaConfig.fallbackBackoff());
     }
 
     /** The transport's counters (READ ops and bytes prove RDMA reads happened); null when RDMA is off. */
@@ -176,7 +162,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
 
     /** Registered buffers the RDMA fetcher holds now: at most one range read ahead or left over per partition. */
     long fetchBuffersHeld() {
-        return fetcher == null ? 0 : fetcher.pool.outstandingBuffers();
+        return fetcher == null ? 0 : fetcher.pool().outstandingBuffers();
     }
 
     /** Whether this consumer fetches by RDMA at all (false when the transport failed to open). */
@@ -189,7 +175,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         long deadline = System.nanoTime() + timeout.toNanos();
         boolean first = true;
         while (true) {
-            syncPauses();
+            served.sync();
             if (autoCommit != null) {
                 autoCommit.beforePoll();
             }
@@ -202,109 +188,13 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
             if (fetcher == null) {
                 return onConsume(fromKafka);
             }
-            Map<TopicPartition, List<ConsumerRecord<K, V>>> merged = new LinkedHashMap<>();
-            Map<TopicPartition, OffsetAndMetadata> nextOffsets = CLIENTS_HAVE_NEXT_OFFSETS ? new HashMap<>(fromKafka.nextOffsets()) : null;
-            for (TopicPartition tp : fromKafka.partitions()) {
-                merged.put(tp, fromKafka.records(tp));
-            }
-            int budget = maxPollRecords - fromKafka.count();
-            List<TopicPartition> order = rdmaPartitions();
-            if (!order.isEmpty()) {
-                // Each poll starts with the next partition, as KafkaConsumer's fetches take turns: a partition with
-                // a steady inflow cannot keep max.poll.records to itself.
-                Collections.rotate(order, -(int) (pollRotation++ % order.size()));
-            }
-            for (TopicPartition tp : order) {
-                if (budget <= 0) {
-                    break;
-                }
-                if (merged.containsKey(tp)) {
-                    continue;
-                }
-                long position = positions.position(tp);
-                RdmaFetcher.Result result;
-                try {
-                    result = fetcher.fetch(tp, position, budget, maxPartitionFetchBytes, keyDeserializer, valueDeserializer);
-                } catch (RecordDeserializationException e) {
-                    if (merged.isEmpty()) {
-                        throw e;
-                    }
-                    break; // return what other partitions gave first; the next poll throws (as KafkaConsumer does)
-                }
-                switch (result) {
-                    case RdmaFetcher.Records<?, ?> r -> {
-                        @SuppressWarnings("unchecked")
-                        RdmaFetcher.Records<K, V> records = (RdmaFetcher.Records<K, V>) r;
-                        if (records.nextOffset() != position) {
-                            positions.advance(tp, records.nextOffset(), records.leaderEpoch());
-                        }
-                        readLog.read(tp, fetcher.exporterOf(tp));
-                        if (!records.records().isEmpty()) {
-                            merged.put(tp, records.records());
-                            if (nextOffsets != null) {
-                                nextOffsets.put(tp, new OffsetAndMetadata(records.nextOffset(), records.leaderEpoch(), ""));
-                            }
-                            budget -= records.records().size();
-                        }
-                    }
-                    case RdmaFetcher.Fallback f -> {
-                        readLog.fellBack(tp, f.kind(), f.reason(), rdmaConfig.fallbackBackoff().toMillis());
-                        fallbackUntilNanos.put(tp, System.nanoTime() + rdmaConfig.fallbackBackoff().toNanos());
-                    }
-                }
-            }
-            if (!merged.isEmpty()) {
-                return onConsume(nextOffsets != null ? new ConsumerRecords<>(merged, nextOffsets) : new ConsumerRecords<>(merged));
+            ConsumerRecords<K, V> merged = merge.merge(fromKafka);
+            if (merged != null) {
+                return onConsume(merged);
             }
             if (System.nanoTime() - deadline >= 0) {
                 return ConsumerRecords.empty();
             }
-        }
-    }
-
-    /** Assigned partitions RDMA serves now: not paused by the user and not in a fallback period. */
-    private List<TopicPartition> rdmaPartitions() {
-        List<TopicPartition> out = new ArrayList<>();
-        if (fetcher == null) {
-            return out;
-        }
-        long now = System.nanoTime();
-        for (TopicPartition tp : delegate.assignment()) {
-            Long until = fallbackUntilNanos.get(tp);
-            if (until != null && until - now > 0) {
-                continue;
-            }
-            if (!userPaused.contains(tp)) {
-                out.add(tp);
-            }
-        }
-        return out;
-    }
-
-    /** Pauses, in the internal consumer, what RDMA serves or the user paused; resumes the rest. */
-    private void syncPauses() {
-        Set<TopicPartition> assigned = delegate.assignment();
-        userPaused.retainAll(assigned); // KafkaConsumer forgets the pause of a revoked partition too.
-        fallbackUntilNanos.keySet().retainAll(assigned);
-        positions.retain(assigned);
-        readLog.retain(assigned, "it is no longer assigned to this consumer");
-        rdmaMetrics.retainPartitions(assigned);
-        if (fetcher != null) {
-            fetcher.retainPartitions(assigned);
-        }
-        Set<TopicPartition> wanted = new HashSet<>(userPaused);
-        List<TopicPartition> rdma = rdmaPartitions();
-        rdmaMetrics.served(Set.copyOf(rdma));
-        wanted.addAll(rdma);
-        Set<TopicPartition> paused = delegate.paused();
-        List<TopicPartition> toPause = wanted.stream().filter(tp -> !paused.contains(tp)).toList();
-        List<TopicPartition> toResume = paused.stream().filter(tp -> !wanted.contains(tp)).toList();
-        if (!toPause.isEmpty()) {
-            delegate.pause(toPause);
-        }
-        if (!toResume.isEmpty()) {
-            toResume.forEach(positions::handBack);
-            delegate.resume(toResume);
         }
     }
 
@@ -378,7 +268,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
 
             @Override
             public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-                syncPauses();
+                served.sync();
                 user.onPartitionsAssigned(partitions);
             }
         };
@@ -454,33 +344,10 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     @Override public void enforceRebalance(String reason) { delegate.enforceRebalance(reason); }
     @Override public void wakeup() { delegate.wakeup(); }
 
-    @Override
-    public Set<TopicPartition> paused() {
-        Set<TopicPartition> out = new HashSet<>(userPaused);
-        out.retainAll(delegate.assignment());
-        return out;
-    }
-
-    @Override
-    public void pause(Collection<TopicPartition> partitions) {
-        delegate.pause(partitions); // Validates assignment exactly as KafkaConsumer does.
-        userPaused.addAll(partitions);
-    }
-
-    @Override
-    public void resume(Collection<TopicPartition> partitions) {
-        delegate.resume(partitions);
-        userPaused.removeAll(partitions);
-    }
-
-    private static boolean hasMethod(Class<?> type, String name) {
-        try {
-            type.getMethod(name);
-            return true;
-        } catch (NoSuchMethodException e) {
-            return false;
-        }
-    }
+    @Override public Set<TopicPartition> paused() { return served.paused(); }
+    /** Validates the assignment exactly as KafkaConsumer does. */
+    @Override public void pause(Collection<TopicPartition> partitions) { served.pause(partitions); }
+    @Override public void resume(Collection<TopicPartition> partitions) { served.resume(partitions); }
 
     // close() and close(Duration) avoid CloseOptions, which kafka-clients 3.9 (Spring Boot 3.5's line) lacks: they
     // are what Spring Kafka 3.3 calls, so the class runs there unchanged. close(Duration) is deprecated in 4.x.

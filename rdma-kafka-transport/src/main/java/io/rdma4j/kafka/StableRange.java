@@ -16,7 +16,7 @@ import java.util.concurrent.atomic.LongAdder;
  * What a read_committed fetch may return of the batches it read: the first {@code batches}, through {@code filter}
  * when not null; or else {@code fallback}.
  */
-record StableRange(int batches, ReadCommittedFilter filter, RdmaFetcher.Fallback fallback) {
+record StableRange(int batches, ReadCommittedFilter filter, FetchResult.Fallback fallback) {
 
     /**
      * For read_committed: how many of the batches read lie wholly below the last stable offset (a transaction's
@@ -50,17 +50,17 @@ record StableRange(int batches, ReadCommittedFilter filter, RdmaFetcher.Fallback
             r = AbortedTransactions.Response.fromBytes(c.requestAndWait(RequestTypes.KAFKA_ABORTED_TRANSACTIONS,
                     ByteBuffer.wrap(request.toBytes())), request);
         } catch (ProtocolException | RemoteRequestException e) {
-            return new StableRange(0, null, new RdmaFetcher.Fallback(FallbackReason.ABORTED_TRANSACTIONS,
+            return new StableRange(0, null, new FetchResult.Fallback(FallbackReason.ABORTED_TRANSACTIONS,
                     "aborted transactions of " + tp + " in [" + position + ", " + rangeEnd + "): " + e));
         }
         switch (r.status()) {
             case OK -> { }
             case SEGMENTS_CHANGING -> {
-                return new StableRange(0, null, new RdmaFetcher.Fallback(FallbackReason.DIRECTORY_CHANGING,
+                return new StableRange(0, null, new FetchResult.Fallback(FallbackReason.DIRECTORY_CHANGING,
                         "segments of " + tp + " are being replaced while its aborted transactions are looked up"));
             }
             default -> {
-                return new StableRange(0, null, new RdmaFetcher.Fallback(FallbackReason.ABORTED_TRANSACTIONS,
+                return new StableRange(0, null, new FetchResult.Fallback(FallbackReason.ABORTED_TRANSACTIONS,
                         "aborted transactions of " + tp + " in [" + position + ", " + rangeEnd + "): " + r.status()));
             }
         }
@@ -74,7 +74,7 @@ record StableRange(int batches, ReadCommittedFilter filter, RdmaFetcher.Fallback
             covered++;
         }
         if (covered == 0 || read.get(covered - 1).lastOffset() < position) {
-            return new StableRange(0, null, new RdmaFetcher.Fallback(FallbackReason.ABORTED_TRANSACTIONS, r.transactions().size()
+            return new StableRange(0, null, new FetchResult.Fallback(FallbackReason.ABORTED_TRANSACTIONS, r.transactions().size()
                     + " aborted transactions overlap offset " + position + " of " + tp + ", more than one reply holds"));
         }
         return new StableRange(covered, new ReadCommittedFilter(r.transactions()), null);

@@ -74,9 +74,9 @@ class LyingExporterTest {
                 for (SegmentDirectory.Response lie : lies) {
                     forged.set(lie.toBytes());
                     assertThat(fetch(fetcher)).as("fallback for %s", lie).contains(ProtocolException.class.getSimpleName());
-                    assertThat(fetcher.pool.outstandingBuffers()).isZero();
-                    assertThat(fetcher.pool.pooledBytes()).as("pool bytes after %s", lie).isZero();
-                    assertThat(fetcher.pool.oneOffRegistrations()).isZero();
+                    assertThat(fetcher.pool().outstandingBuffers()).isZero();
+                    assertThat(fetcher.pool().pooledBytes()).as("pool bytes after %s", lie).isZero();
+                    assertThat(fetcher.pool().oneOffRegistrations()).isZero();
                 }
                 assertThat(fetcher.directoryRequests.sum()).isEqualTo(1 + lies.size());
             }
@@ -145,24 +145,24 @@ class LyingExporterTest {
 
                 // honest: the aborted batch and the marker are skipped, the position moves past them
                 forged.set(request -> new AbortedTransactions.Response(AbortedTransactions.Status.OK, request.toOffset(), List.of(aborted)));
-                RdmaFetcher.Result honest = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
+                FetchResult honest = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
                 assertThat(offsets(honest)).containsExactly(2L, 4L);
-                assertThat(((RdmaFetcher.Records<?, ?>) honest).nextOffset()).isEqualTo(5);
+                assertThat(((FetchResult.Records<?, ?>) honest).nextOffset()).isEqualTo(5);
                 assertThat(asked.get()).isEqualTo(new AbortedTransactions.Request(TP.topic(), TP.partition(), 0, 5));
 
                 // nothing at or above the last stable offset: the record at 4 waits
                 lastStable.accept(4);
-                RdmaFetcher.Result belowStable = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
+                FetchResult belowStable = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
                 assertThat(offsets(belowStable)).containsExactly(2L);
-                assertThat(((RdmaFetcher.Records<?, ?>) belowStable).nextOffset()).isEqualTo(4);
+                assertThat(((FetchResult.Records<?, ?>) belowStable).nextOffset()).isEqualTo(4);
                 assertThat(asked.get().toOffset()).as("asked only up to the stable batches").isEqualTo(4);
                 lastStable.accept(5);
 
                 // a reply covering part of the range serves the batches below what it covers
                 forged.set(request -> new AbortedTransactions.Response(AbortedTransactions.Status.OK, 3, List.of(aborted)));
-                RdmaFetcher.Result partly = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
+                FetchResult partly = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
                 assertThat(offsets(partly)).containsExactly(2L);
-                assertThat(((RdmaFetcher.Records<?, ?>) partly).nextOffset()).isEqualTo(3);
+                assertThat(((FetchResult.Records<?, ?>) partly).nextOffset()).isEqualTo(3);
 
                 List<AbortedTransactions.Response> unusable = new ArrayList<>(List.of(
                         new AbortedTransactions.Response(AbortedTransactions.Status.OK, 6, List.of(aborted)),      // covers past the range
@@ -175,14 +175,14 @@ class LyingExporterTest {
                 unusable.add(null); // refused
                 for (AbortedTransactions.Response lie : unusable) {
                     forged.set(request -> lie);
-                    RdmaFetcher.Result r = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
-                    assertThat(r).as("%s", lie).isInstanceOf(RdmaFetcher.Fallback.class);
-                    assertThat(((RdmaFetcher.Fallback) r).kind()).as("%s", lie).isEqualTo(FallbackReason.ABORTED_TRANSACTIONS);
-                    assertThat(committed.pool.outstandingBuffers()).isZero();
+                    FetchResult r = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
+                    assertThat(r).as("%s", lie).isInstanceOf(FetchResult.Fallback.class);
+                    assertThat(((FetchResult.Fallback) r).kind()).as("%s", lie).isEqualTo(FallbackReason.ABORTED_TRANSACTIONS);
+                    assertThat(committed.pool().outstandingBuffers()).isZero();
                 }
                 forged.set(request -> AbortedTransactions.Response.of(AbortedTransactions.Status.SEGMENTS_CHANGING));
-                RdmaFetcher.Result changing = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
-                assertThat(((RdmaFetcher.Fallback) changing).kind()).isEqualTo(FallbackReason.DIRECTORY_CHANGING);
+                FetchResult changing = committed.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES);
+                assertThat(((FetchResult.Fallback) changing).kind()).isEqualTo(FallbackReason.DIRECTORY_CHANGING);
                 assertThat(committed.abortedTransactionRequests.sum()).isEqualTo(4 + unusable.size());
             }
         }
@@ -190,15 +190,15 @@ class LyingExporterTest {
 
     private static final ByteArrayDeserializer BYTES = new ByteArrayDeserializer();
 
-    private static List<Long> offsets(RdmaFetcher.Result r) {
-        assertThat(r).isInstanceOf(RdmaFetcher.Records.class);
-        return ((RdmaFetcher.Records<?, ?>) r).records().stream().map(c -> c.offset()).toList();
+    private static List<Long> offsets(FetchResult r) {
+        assertThat(r).isInstanceOf(FetchResult.Records.class);
+        return ((FetchResult.Records<?, ?>) r).records().stream().map(c -> c.offset()).toList();
     }
 
     private static String fetch(RdmaFetcher fetcher) {
-        RdmaFetcher.Result r = fetcher.fetch(TP, 0, 10, 1 << 16, new ByteArrayDeserializer(), new ByteArrayDeserializer());
-        assertThat(r).isInstanceOf(RdmaFetcher.Fallback.class);
-        return ((RdmaFetcher.Fallback) r).reason();
+        FetchResult r = fetcher.fetch(TP, 0, 10, 1 << 16, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        assertThat(r).isInstanceOf(FetchResult.Fallback.class);
+        return ((FetchResult.Fallback) r).reason();
     }
 
     /** A v2 batch at offset 0 with {@code recordCount} in its header and {@code records} as its record bytes. */

@@ -1,0 +1,237 @@
+package io.rdma4j.kafka;
+
+import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.kafka.protocol.SegmentDirectory;
+import io.rdma4j.kafka.protocol.Watermark;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
+
+import java.net.InetSocketAddress;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Consumer;
+
+/**
+ * Where the next bytes of each partition lie in its exporter's memory: the segment directory looked up from the
+ * consumer's position, checked against the watermark record (a newer generation, or a segment that rolled, grew or
+ * was replaced, means the directory is looked up again), and the hops from a segment read to its end to the next
+ * one. It reads nothing itself: it asks an {@link Exporter} for the directory and the watermark. Used by the polling
+ * thread only.
+ */
+final class SegmentLocator {
+
+    /** Hops through segments read to their end, or directories found stale, before a fetch gives up. */
+    static final int MAX_HOPS = 4;
+
+    /** What the locator asks of the exporter a partition is read from. */
+    interface Exporter {
+
+        /** The exporter's segment directory of {@code tp} from {@code fromOffset} on. */
+        SegmentDirectory.Response directory(TopicPartition tp, long fromOffset);
+
+        /** The watermark record in {@code region}, read consistently. */
+        Watermark watermark(RegionDescriptor region);
+    }
+
+    /** Where a fetch of one partition reads, or why it reads nothing. */
+    sealed interface Where permits Bytes, NothingNew, NotExported, LeaderElsewhere, Unreadable {
+    }
+
+    /**
+     * Read {@code segment} from byte {@code position}, below {@code validEnd} (what the watermark says is written);
+     * return no record at or above offset {@code end} (the high watermark, or the last stable offset).
+     */
+    record Bytes(SegmentDirectory.Segment segment, long position, long validEnd, long end) implements Where {
+    }
+
+    /** Nothing below {@code end} is left to read from the position. */
+    record NothingNew(long end) implements Where {
+    }
+
+    /** The exporter exports no segment holding the position (what was located for the partition is forgotten). */
+    record NotExported() implements Where {
+    }
+
+    /** The watermark names another leader than the one the exporter was chosen for. */
+    record LeaderElsewhere(int leaderId) implements Where {
+    }
+
+    /** The exporter cannot serve the position now, for the reason given. */
+    record Unreadable(FetchResult.Fallback fallback) implements Where {
+    }
+
+    private static final class Cursor {
+        /** The exporter whose regions the descriptors below name. */
+        final InetSocketAddress exporter;
+        final RegionDescriptor watermark;
+        List<SegmentDirectory.Segment> segments;
+        long offset;
+        long segmentBase;
+        long position;
+        // The watermark generation this directory was checked against; a newer one means segments were
+        // replaced or deleted (compaction, retention), so the directory is looked up again.
+        long generation = -1;
+
+        Cursor(InetSocketAddress exporter, SegmentDirectory.Response r, long fromOffset) {
+            this.exporter = exporter;
+            this.watermark = r.watermarkRegion();
+            this.segments = r.segments();
+            this.offset = fromOffset;
+            this.segmentBase = r.segments().getFirst().baseOffset();
+            this.position = r.startPosition();
+        }
+
+        SegmentDirectory.Segment segment(long base) {
+            for (SegmentDirectory.Segment s : segments) {
+                if (s.baseOffset() == base) {
+                    return s;
+                }
+            }
+            return null;
+        }
+
+        SegmentDirectory.Segment after(long base) {
+            for (SegmentDirectory.Segment s : segments) {
+                if (s.baseOffset() > base) {
+                    return s;
+                }
+            }
+            return null;
+        }
+    }
+
+    private final Map<TopicPartition, Cursor> cursors = new HashMap<>();
+    /** {@code isolation.level=read_committed}: records end at the last stable offset rather than the high watermark. */
+    private final boolean readCommitted;
+    /** Told when what was located for a partition is forgotten or replaced: bytes read ahead under it are stale. */
+    private final Consumer<TopicPartition> onForget;
+
+    SegmentLocator(boolean readCommitted, Consumer<TopicPartition> onForget) {
+        this.readCommitted = readCommitted;
+        this.onForget = onForget;
+    }
+
+    /** Where a fetch of {@code tp} from offset {@code position} reads, at the exporter {@code target} names. */
+    Where where(TopicPartition tp, ExporterLocator.Target target, long position, Exporter exporter) {
+        Cursor st = cursors.get(tp);
+        if (st == null || st.offset != position) {
+            st = lookUp(exporter, target, tp, position);
+            if (st == null) {
+                return new NotExported();
+            }
+        }
+        Watermark w = exporter.watermark(st.watermark);
+        if (st.generation >= 0 && st.generation != w.generation()) {
+            st = lookUp(exporter, target, tp, position);
+            if (st == null) {
+                return new NotExported();
+            }
+            w = exporter.watermark(st.watermark);
+        }
+        if (target.outdatedBy(w.leaderId())) {
+            return new LeaderElsewhere(w.leaderId());
+        }
+        st.generation = w.generation();
+        if (position < w.logStartOffset()) {
+            return unreadable(FallbackReason.BELOW_LOG_START, "offset " + position + " is below the log start " + w.logStartOffset());
+        }
+        // What may be returned ends at the high watermark, or for read_committed at the last stable offset (which
+        // is also what Kafka measures that consumer's lag against).
+        long end = readCommitted ? w.lastStableOffset() : w.highWatermark();
+        if (position >= end) {
+            return new NothingNew(end);
+        }
+        for (int hops = 0; hops < MAX_HOPS; hops++) {
+            SegmentDirectory.Segment seg = st.segment(st.segmentBase);
+            if (seg == null || seg.baseOffset() > w.hwSegmentBase()
+                    || (seg.baseOffset() < w.hwSegmentBase() && !seg.complete())
+                    || (seg.baseOffset() == w.hwSegmentBase() && w.hwPosition() > seg.exportedLength())) {
+                // Our directory is older than the watermark: the segment rolled, grew or was replaced.
+                st = lookUp(exporter, target, tp, position);
+                if (st == null) {
+                    return new NotExported();
+                }
+                seg = st.segment(st.segmentBase);
+                if (seg == null || seg.baseOffset() > w.hwSegmentBase()) {
+                    return unreadable(FallbackReason.NOT_EXPORTED, "no exported segment holds offset " + position + " of " + tp);
+                }
+            }
+            long validEnd = seg.baseOffset() == w.hwSegmentBase() ? Math.min(w.hwPosition(), seg.exportedLength()) : seg.exportedLength();
+            if (st.position >= validEnd) {
+                if (seg.baseOffset() == w.hwSegmentBase()) {
+                    return new NothingNew(end);
+                }
+                SegmentDirectory.Segment next = st.after(seg.baseOffset());
+                if (next == null) {
+                    st.segments = List.of(); // Refresh on the next hop.
+                    st.segmentBase = seg.baseOffset() + 1;
+                    continue;
+                }
+                st.segmentBase = next.baseOffset();
+                st.position = 0;
+                continue;
+            }
+            return new Bytes(seg, st.position, validEnd, end);
+        }
+        return unreadable(FallbackReason.DIRECTORY_CHANGING, "segment directory of " + tp + " keeps changing");
+    }
+
+    /** The fetch from {@link Bytes} returned records up to {@code nextOffset}, ending at byte {@code nextPosition}. */
+    void advance(TopicPartition tp, long nextOffset, long nextPosition) {
+        Cursor st = cursors.get(tp);
+        st.offset = nextOffset;
+        st.position = nextPosition;
+    }
+
+    /** The exporter {@code tp} was last located at, or null. */
+    InetSocketAddress exporterOf(TopicPartition tp) {
+        Cursor st = cursors.get(tp);
+        return st == null ? null : st.exporter;
+    }
+
+    /** Forgets what was located for {@code tp}: the next fetch looks its directory up again. */
+    void forget(TopicPartition tp) {
+        cursors.remove(tp);
+        onForget.accept(tp);
+    }
+
+    /** Forgets the partitions not in {@code assigned}. */
+    void retain(Set<TopicPartition> assigned) {
+        for (TopicPartition tp : List.copyOf(cursors.keySet())) {
+            if (!assigned.contains(tp)) {
+                forget(tp);
+            }
+        }
+    }
+
+    /** Forgets the partitions located at {@code exporter}: their descriptors may name regions of an exporter that is gone. */
+    void forgetAt(InetSocketAddress exporter) {
+        for (TopicPartition tp : List.copyOf(cursors.keySet())) {
+            if (cursors.get(tp).exporter.equals(exporter)) {
+                forget(tp);
+            }
+        }
+    }
+
+    private Cursor lookUp(Exporter exporter, ExporterLocator.Target target, TopicPartition tp, long fromOffset) {
+        SegmentDirectory.Response r = exporter.directory(tp, fromOffset);
+        if (r.status() == SegmentDirectory.Status.NOT_AUTHORIZED) {
+            throw new TopicAuthorizationException(target.address() + " serves " + tp.topic() + " only to consumers that may READ it");
+        }
+        if (r.status() != SegmentDirectory.Status.OK || r.segments().isEmpty()) {
+            forget(tp);
+            return null;
+        }
+        Cursor st = new Cursor(target.address(), r, fromOffset);
+        if (cursors.put(tp, st) != null) {
+            onForget.accept(tp);
+        }
+        return st;
+    }
+
+    private static Unreadable unreadable(FallbackReason reason, String why) {
+        return new Unreadable(new FetchResult.Fallback(reason, why));
+    }
+}

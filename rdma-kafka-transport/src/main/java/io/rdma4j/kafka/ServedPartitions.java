@@ -1,0 +1,127 @@
+package io.rdma4j.kafka;
+
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.common.TopicPartition;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Which assigned partitions RDMA serves now, with the internal consumer's pauses kept in step: the partitions RDMA
+ * serves and those the application paused are paused there, the rest resumed (handed back at the position RDMA
+ * reached). A partition RDMA cannot serve is left to Kafka's fetch for a fallback period. Used by the polling thread
+ * only.
+ */
+final class ServedPartitions {
+
+    private final Consumer<?, ?> delegate;
+    /** Null when RDMA is off: then RDMA serves nothing. */
+    private final RdmaFetcher fetcher;
+    private final ReadPositions positions;
+    private final RdmaReadLog readLog;
+    private final RdmaFetchMetrics metrics;
+    private final Set<TopicPartition> userPaused = new HashSet<>();
+    private final Map<TopicPartition, Long> fallbackUntilNanos = new HashMap<>();
+    /** Which served partition the next poll fetches first. */
+    private long rotation;
+
+    ServedPartitions(Consumer<?, ?> delegate, RdmaFetcher fetcher, ReadPositions positions, RdmaReadLog readLog,
+                     RdmaFetchMetrics metrics) {
+        this.delegate = delegate;
+        this.fetcher = fetcher;
+        this.positions = positions;
+        this.readLog = readLog;
+        this.metrics = metrics;
+    }
+
+    /**
+     * Forgets what is no longer assigned, then pauses, in the internal consumer, what RDMA serves or the application
+     * paused, and resumes the rest.
+     */
+    void sync() {
+        Set<TopicPartition> assigned = delegate.assignment();
+        userPaused.retainAll(assigned); // KafkaConsumer forgets the pause of a revoked partition too.
+        fallbackUntilNanos.keySet().retainAll(assigned);
+        positions.retain(assigned);
+        readLog.retain(assigned, "it is no longer assigned to this consumer");
+        metrics.retainPartitions(assigned);
+        if (fetcher != null) {
+            fetcher.retainPartitions(assigned);
+        }
+        Set<TopicPartition> wanted = new HashSet<>(userPaused);
+        List<TopicPartition> rdma = served();
+        metrics.served(Set.copyOf(rdma));
+        wanted.addAll(rdma);
+        Set<TopicPartition> paused = delegate.paused();
+        List<TopicPartition> toPause = wanted.stream().filter(tp -> !paused.contains(tp)).toList();
+        List<TopicPartition> toResume = paused.stream().filter(tp -> !wanted.contains(tp)).toList();
+        if (!toPause.isEmpty()) {
+            delegate.pause(toPause);
+        }
+        if (!toResume.isEmpty()) {
+            toResume.forEach(positions::handBack);
+            delegate.resume(toResume);
+        }
+    }
+
+    /**
+     * The partitions RDMA serves now, starting with the next one each time, as KafkaConsumer's fetches take turns: a
+     * partition with a steady inflow cannot keep {@code max.poll.records} to itself.
+     */
+    List<TopicPartition> inTurn() {
+        List<TopicPartition> order = served();
+        if (!order.isEmpty()) {
+            Collections.rotate(order, -(int) (rotation++ % order.size()));
+        }
+        return order;
+    }
+
+    /** RDMA cannot serve {@code tp} now: Kafka's fetch serves it for {@code backoff}. */
+    void fellBack(TopicPartition tp, Duration backoff) {
+        fallbackUntilNanos.put(tp, System.nanoTime() + backoff.toNanos());
+    }
+
+    /** As {@code KafkaConsumer.pause}, which validates the assignment. */
+    void pause(Collection<TopicPartition> partitions) {
+        delegate.pause(partitions);
+        userPaused.addAll(partitions);
+    }
+
+    void resume(Collection<TopicPartition> partitions) {
+        delegate.resume(partitions);
+        userPaused.removeAll(partitions);
+    }
+
+    /** What the application paused (the internal consumer has RDMA's partitions paused too). */
+    Set<TopicPartition> paused() {
+        Set<TopicPartition> out = new HashSet<>(userPaused);
+        out.retainAll(delegate.assignment());
+        return out;
+    }
+
+    /** Assigned partitions RDMA serves now: not paused by the application and not in a fallback period. */
+    private List<TopicPartition> served() {
+        List<TopicPartition> out = new ArrayList<>();
+        if (fetcher == null) {
+            return out;
+        }
+        long now = System.nanoTime();
+        for (TopicPartition tp : delegate.assignment()) {
+            Long until = fallbackUntilNanos.get(tp);
+            if (until != null && until - now > 0) {
+                continue;
+            }
+            if (!userPaused.contains(tp)) {
+                out.add(tp);
+            }
+        }
+        return out;
+    }
+}

@@ -1,0 +1,86 @@
+package io.rdma4j.kafka;
+
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.TransportConfig;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.junit.jupiter.api.Test;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Which partitions RDMA serves, and the pauses of a real internal KafkaConsumer kept in step with it. Assignment and
+ * pauses are the consumer's own state, so no broker is needed (nothing here polls).
+ */
+class ServedPartitionsTest {
+
+    private static final TopicPartition A = new TopicPartition("t", 0);
+    private static final TopicPartition B = new TopicPartition("t", 1);
+    private static final TopicPartition C = new TopicPartition("t", 2);
+
+    private static KafkaConsumer<byte[], byte[]> internal() {
+        return new KafkaConsumer<>(Map.of(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1"),
+                new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    @Test
+    void rdmasPartitionsAreFetchedInTurnAndPausedInTheInternalConsumer() {
+        try (KafkaConsumer<byte[], byte[]> delegate = internal();
+             RdmaTransport transport = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
+             RdmaFetcher fetcher = new RdmaFetcher(transport, new InetSocketAddress("127.0.0.1", 1), Duration.ofSeconds(1))) {
+            ServedPartitions served = new ServedPartitions(delegate, fetcher, new ReadPositions(delegate), new RdmaReadLog("tcp"),
+                    RdmaFetchMetrics.detached());
+            delegate.assign(List.of(A, B, C));
+            served.sync();
+            assertThat(delegate.paused()).as("RDMA serves all three").containsExactlyInAnyOrder(A, B, C);
+            assertThat(served.paused()).as("none paused by the application").isEmpty();
+
+            List<TopicPartition> first = served.inTurn();
+            List<TopicPartition> second = served.inTurn();
+            assertThat(second).containsExactlyInAnyOrderElementsOf(first);
+            assertThat(second.getFirst()).as("each poll starts with the next partition").isEqualTo(first.get(1));
+
+            served.pause(List.of(B));
+            served.fellBack(C, Duration.ofHours(1));
+            served.sync();
+            assertThat(served.inTurn()).containsExactly(A);
+            assertThat(delegate.paused()).as("C left to Kafka's fetch").containsExactlyInAnyOrder(A, B);
+            assertThat(served.paused()).containsExactly(B);
+
+            served.resume(List.of(B));
+            served.sync();
+            assertThat(served.inTurn()).containsExactlyInAnyOrder(A, B);
+            assertThat(delegate.paused()).containsExactlyInAnyOrder(A, B);
+
+            served.pause(List.of(A));
+            delegate.assign(List.of(B, C));
+            served.sync();
+            assertThat(served.paused()).as("the pause of an unassigned partition is forgotten").isEmpty();
+            delegate.assign(List.of(A, B, C));
+            served.sync();
+            assertThat(served.paused()).isEmpty();
+            assertThat(served.inTurn()).as("C still in its fallback period").containsExactlyInAnyOrder(A, B);
+        }
+    }
+
+    @Test
+    void withRdmaOffOnlyTheApplicationsPausesReachTheInternalConsumer() {
+        try (KafkaConsumer<byte[], byte[]> delegate = internal()) {
+            ServedPartitions served = new ServedPartitions(delegate, null, new ReadPositions(delegate), new RdmaReadLog(""),
+                    RdmaFetchMetrics.detached());
+            delegate.assign(Set.of(A, B));
+            served.pause(List.of(A));
+            served.sync();
+            assertThat(served.inTurn()).isEmpty();
+            assertThat(delegate.paused()).containsExactly(A);
+        }
+    }
+}
