@@ -1,6 +1,7 @@
 package io.rdma4j.nativeloader;
 
 import io.rdma4j.nativeloader.bindings.RdmaBindings;
+import io.rdma4j.nativeloader.bindings.ibv_async_event;
 import io.rdma4j.nativeloader.bindings.ibv_comp_channel;
 import io.rdma4j.nativeloader.bindings.ibv_context;
 import io.rdma4j.nativeloader.bindings.ibv_cq;
@@ -220,6 +221,78 @@ public final class Verbs {
             }
             return Math.min(ibv_device_attr.max_qp_rd_atom(attr), ibv_device_attr.max_qp_init_rd_atom(attr));
         }
+    }
+
+    /**
+     * An asynchronous event of a device ({@code ibv_get_async_event}), acknowledged already: its
+     * {@code enum ibv_event_type}, and for an event of a queue pair that queue pair's number (else -1).
+     */
+    public record AsyncEvent(int type, int queuePairNumber) {
+
+        /** The event's name, as {@code ibv_event_type_str} spells it in libibverbs' enum. */
+        public String name() {
+            if (type == RdmaBindings.IBV_EVENT_QP_FATAL()) {
+                return "IBV_EVENT_QP_FATAL";
+            } else if (type == RdmaBindings.IBV_EVENT_QP_REQ_ERR()) {
+                return "IBV_EVENT_QP_REQ_ERR";
+            } else if (type == RdmaBindings.IBV_EVENT_QP_ACCESS_ERR()) {
+                return "IBV_EVENT_QP_ACCESS_ERR";
+            } else if (type == RdmaBindings.IBV_EVENT_QP_LAST_WQE_REACHED()) {
+                return "IBV_EVENT_QP_LAST_WQE_REACHED";
+            } else if (type == RdmaBindings.IBV_EVENT_SRQ_ERR()) {
+                return "IBV_EVENT_SRQ_ERR";
+            } else if (type == RdmaBindings.IBV_EVENT_CQ_ERR()) {
+                return "IBV_EVENT_CQ_ERR";
+            } else if (type == RdmaBindings.IBV_EVENT_DEVICE_FATAL()) {
+                return "IBV_EVENT_DEVICE_FATAL";
+            } else if (type == RdmaBindings.IBV_EVENT_PORT_ERR()) {
+                return "IBV_EVENT_PORT_ERR";
+            } else if (type == RdmaBindings.IBV_EVENT_PORT_ACTIVE()) {
+                return "IBV_EVENT_PORT_ACTIVE";
+            }
+            return "ibv_event_type " + type;
+        }
+
+        /**
+         * Whether the event says its queue pair is in the error state: a fatal, request or access error, or the last
+         * receive it will take from its shared receive queue (which an SRQ's queue pair reports on entering it).
+         */
+        public boolean queuePairFailed() {
+            return type == RdmaBindings.IBV_EVENT_QP_FATAL() || type == RdmaBindings.IBV_EVENT_QP_REQ_ERR()
+                    || type == RdmaBindings.IBV_EVENT_QP_ACCESS_ERR() || type == RdmaBindings.IBV_EVENT_QP_LAST_WQE_REACHED();
+        }
+    }
+
+    /** {@code context->async_fd}: readable while an asynchronous event waits ({@link #nextAsyncEvent}). */
+    public static int asyncEventFd(MemorySegment context) {
+        return ibv_context.async_fd(context.reinterpret(ibv_context.sizeof()));
+    }
+
+    /** Scratch memory for {@link #nextAsyncEvent}, owned by {@code arena}. */
+    public static MemorySegment asyncEventScratch(Arena arena) {
+        return ibv_async_event.allocate(arena);
+    }
+
+    /**
+     * {@code ibv_get_async_event}, then {@code ibv_ack_async_event}: the next asynchronous event of {@code context}.
+     * It blocks until there is one, so call it when {@link #asyncEventFd} is readable, from one thread.
+     *
+     * @throws NativeCallException when ibv_get_async_event fails
+     */
+    public static AsyncEvent nextAsyncEvent(MemorySegment context, MemorySegment scratch) {
+        int rc = RdmaBindings.ibv_get_async_event(context, scratch);
+        if (rc != 0) {
+            throw new NativeCallException("ibv_get_async_event", Math.abs(rc));
+        }
+        int type = ibv_async_event.event_type(scratch);
+        boolean ofQueuePair = type == RdmaBindings.IBV_EVENT_QP_FATAL() || type == RdmaBindings.IBV_EVENT_QP_REQ_ERR()
+                || type == RdmaBindings.IBV_EVENT_QP_ACCESS_ERR() || type == RdmaBindings.IBV_EVENT_QP_LAST_WQE_REACHED()
+                || type == RdmaBindings.IBV_EVENT_COMM_EST() || type == RdmaBindings.IBV_EVENT_SQ_DRAINED()
+                || type == RdmaBindings.IBV_EVENT_PATH_MIG() || type == RdmaBindings.IBV_EVENT_PATH_MIG_ERR();
+        int qpNum = ofQueuePair ? queuePairNumber(ibv_async_event.element.qp(ibv_async_event.element(scratch))) : -1;
+        // acknowledged at once: ibv_destroy_qp waits until every event it reported about the queue pair is
+        RdmaBindings.ibv_ack_async_event(scratch);
+        return new AsyncEvent(type, qpNum);
     }
 
     /** {@code max_srq_wr} of {@code ibv_query_device}: receives one shared receive queue holds (0: no SRQ). */

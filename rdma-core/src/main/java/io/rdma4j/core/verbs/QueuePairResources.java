@@ -30,6 +30,8 @@ final class QueuePairResources implements AutoCloseable {
 
     Completions completions;
     SendQueue sendQueue;
+    /** The queue pair's number, as completions and asynchronous events name it. */
+    int queuePairNumber;
 
     private QueuePairResources(MemorySegment id) {
         this.id = id;
@@ -47,6 +49,7 @@ final class QueuePairResources implements AutoCloseable {
             r.completions = new Completions(VerbsOps.ofCompletionQueue(r.cq), r.arena, POLL_BATCH);
             MemorySegment qp = RdmaCm.createQueuePair(id, device.pd, r.cq, maxSendWr, srq);
             r.qpCreated = true;
+            r.queuePairNumber = Verbs.queuePairNumber(qp);
             r.sendQueue = new SendQueue(VerbsOps.ofQueuePair(qp), r.arena);
             return r;
         } catch (RuntimeException e) {

@@ -95,6 +95,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         } finally {
             lock.unlock();
         }
+        transport.deviceEvents.register(r.queuePairNumber, this);
         polling.attach(r.completions);
     }
 
@@ -363,6 +364,12 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         }
     }
 
+    /** The device reported this connection's queue pair in the error state ({@link DeviceEvents}). */
+    void queuePairFailed(String event) {
+        beginClose(new ConnectionClosedException("the queue pair to " + remote + " entered the error state (" + event
+                + "); the connection is closed"));
+    }
+
     /**
      * Progress thread: handling this connection's completions threw. Only this connection closes; the progress
      * thread goes on with the others.
@@ -509,6 +516,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         transport.cmEvents.forget(id);
         QueuePairResources r = resources;
         if (r != null) {
+            transport.deviceEvents.unregister(r.queuePairNumber);
             r.close(transport.receives);
         }
         if (joined) {

@@ -61,6 +61,7 @@ final class VerbsTransport implements ProviderTransport {
     final ReceivePool receives;
     /** Every connection's send staging slots. */
     final StagingPool staging;
+    final DeviceEvents deviceEvents;
     /** Connections being set up (not yet polled). */
     private final Set<VerbsConnection> settingUp = ConcurrentHashMap.newKeySet();
     private final Set<VerbsListener> listeners = ConcurrentHashMap.newKeySet();
@@ -79,6 +80,7 @@ final class VerbsTransport implements ProviderTransport {
         this.device = device;
         this.receives = receives;
         this.staging = new StagingPool(device.pd, MessageChannel.HEADER + MessageChannel.FRAGMENT_PAYLOAD, metrics);
+        this.deviceEvents = new DeviceEvents(device.context, selection.device().name());
         this.cmEvents = new CmEventLoop(device.eventChannel);
         this.progress = new ProgressLoop(device.completionChannel, options.busyPoll());
     }
@@ -324,6 +326,7 @@ final class VerbsTransport implements ProviderTransport {
             return;
         }
         // no queue pair is left on the SRQ, nothing is posted from the staging slots
+        deviceEvents.close();
         receives.close();
         staging.close();
         device.close();
