@@ -9,6 +9,8 @@ import io.rdma4j.nativeloader.bindings.ibv_device_attr;
 import io.rdma4j.nativeloader.bindings.ibv_mr;
 import io.rdma4j.nativeloader.bindings.ibv_port_attr;
 import io.rdma4j.nativeloader.bindings.ibv_qp;
+import io.rdma4j.nativeloader.bindings.ibv_qp_attr;
+import io.rdma4j.nativeloader.bindings.ibv_qp_init_attr;
 import io.rdma4j.nativeloader.bindings.ibv_srq;
 import io.rdma4j.nativeloader.bindings.ibv_srq_attr;
 import io.rdma4j.nativeloader.bindings.ibv_srq_init_attr;
@@ -260,6 +262,19 @@ public final class Verbs {
         public boolean queuePairFailed() {
             return type == RdmaBindings.IBV_EVENT_QP_FATAL() || type == RdmaBindings.IBV_EVENT_QP_REQ_ERR()
                     || type == RdmaBindings.IBV_EVENT_QP_ACCESS_ERR() || type == RdmaBindings.IBV_EVENT_QP_LAST_WQE_REACHED();
+        }
+    }
+
+    /**
+     * {@code ibv_query_qp} of the state alone: whether {@code qp} is in the error state (false when the query fails).
+     * What the device reports, not the state libibverbs last set.
+     */
+    public static boolean queuePairInError(MemorySegment qp) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = ibv_qp_attr.allocate(a);
+            MemorySegment init = ibv_qp_init_attr.allocate(a);
+            return RdmaBindings.ibv_query_qp(qp, attr, RdmaBindings.IBV_QP_STATE(), init) == 0
+                    && ibv_qp_attr.qp_state(attr) == RdmaBindings.IBV_QPS_ERR();
         }
     }
 

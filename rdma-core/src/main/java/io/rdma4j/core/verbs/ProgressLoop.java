@@ -32,6 +32,11 @@ final class ProgressLoop implements AutoCloseable {
     private static final long CALLER_RECENT_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
     private static final int CALLER_RECENT_SLEEP_MS = 2;
     private static final long CALLER_RECENT_SLEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(CALLER_RECENT_SLEEP_MS);
+    /**
+     * How often every connection's queue pair state is read: on a shared receive queue a queue pair can fail without
+     * a completion, and not every device reports it as an event ({@link VerbsConnection#checkQueuePair}).
+     */
+    private static final long QUEUE_PAIR_CHECK_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     private final MemorySegment completionChannel;
     private final boolean busyPoll;
@@ -66,6 +71,7 @@ final class ProgressLoop implements AutoCloseable {
             MemorySegment eventScratch = Verbs.completionEventScratch(a);
             long idleSince = System.nanoTime();
             long callerCqsPolledAt = idleSince;
+            long queuePairsCheckedAt = idleSince;
             while (running || !attached.isEmpty()) {
                 if (!running && System.nanoTime() - forceAt >= 0) {
                     break;
@@ -75,6 +81,16 @@ final class ProgressLoop implements AutoCloseable {
                 // here every CALLER_RECENT_SLEEP_MS, for what no caller waits for (a message, a completion of
                 // an asynchronous operation).
                 long now = System.nanoTime();
+                if (now - queuePairsCheckedAt >= QUEUE_PAIR_CHECK_NANOS) {
+                    queuePairsCheckedAt = now;
+                    for (VerbsConnection c : attached) {
+                        try {
+                            c.checkQueuePair();
+                        } catch (RuntimeException e) {
+                            fail(c, e);
+                        }
+                    }
+                }
                 boolean callerCqsTurn = now - callerCqsPolledAt >= CALLER_RECENT_SLEEP_NANOS;
                 if (callerCqsTurn) {
                     callerCqsPolledAt = now;

@@ -27,6 +27,7 @@ final class QueuePairResources implements AutoCloseable {
     private final Arena arena = Arena.ofShared();
     private MemorySegment cq;
     private boolean qpCreated;
+    private MemorySegment qp;
 
     Completions completions;
     SendQueue sendQueue;
@@ -38,16 +39,49 @@ final class QueuePairResources implements AutoCloseable {
     }
 
     /**
+     * What connection {@code c} on cm id {@code id} holds of {@code transport}: its reservation in the receive pool,
+     * its CQ and queue pair on the shared receive queue, its place among the device's event listeners. Nothing is
+     * left behind when it fails.
+     */
+    static QueuePairResources create(VerbsTransport transport, MemorySegment id, VerbsConnection c) {
+        int depth = transport.options.receiveDepth();
+        // in flight: fragments up to the credits, credit-only messages, a proof
+        int messagesInFlight = depth + ReceivePool.CONTROL_SLOTS + 2;
+        int maxSendWr = transport.config.maxOutstandingOperations() + messagesInFlight + 8;
+        transport.receives.join();
+        QueuePairResources r;
+        try {
+            r = create(transport.device, id, transport.receives.srq(), maxSendWr, messagesInFlight);
+        } catch (RuntimeException e) {
+            transport.receives.leave(0);
+            throw e;
+        }
+        transport.deviceEvents.register(r.queuePairNumber, c);
+        return r;
+    }
+
+    /**
+     * Destroys the queue pair and CQ, reposting the shared receive slots that its last completions name, and gives
+     * the reservation and the {@code lentCredits} back to the transport's receive pool.
+     */
+    void release(VerbsTransport transport, int lentCredits) {
+        transport.deviceEvents.unregister(queuePairNumber);
+        close(transport.receives);
+        transport.receives.leave(lentCredits);
+    }
+
+    /**
      * Creates the CQ, large enough for {@code maxSendWr} sends and {@code maxReceives} receives in flight, and the
      * queue pair on cm id {@code id}, taking its receives from {@code srq}. Nothing is left behind when it fails.
      */
-    static QueuePairResources create(VerbsDevice device, MemorySegment id, MemorySegment srq, int maxSendWr,
-                                     int maxReceives) {
+    private static QueuePairResources create(VerbsDevice device, MemorySegment id, MemorySegment srq, int maxSendWr,
+                                             int maxReceives) {
         QueuePairResources r = new QueuePairResources(id);
         try {
             r.cq = Verbs.createCompletionQueue(device.context, maxSendWr + maxReceives, device.completionChannel);
             r.completions = new Completions(VerbsOps.ofCompletionQueue(r.cq), r.arena, POLL_BATCH);
             MemorySegment qp = RdmaCm.createQueuePair(id, device.pd, r.cq, maxSendWr, srq);
+            r.qp = qp;
             r.qpCreated = true;
             r.queuePairNumber = Verbs.queuePairNumber(qp);
             r.sendQueue = new SendQueue(VerbsOps.ofQueuePair(qp), r.arena);
@@ -56,6 +90,11 @@ final class QueuePairResources implements AutoCloseable {
             r.close(wrId -> { });
             throw e;
         }
+    }
+
+    /** Whether the device has put the queue pair in the error state; false once it is destroyed. */
+    boolean queuePairInError() {
+        return qpCreated && Verbs.queuePairInError(qp);
     }
 
     /**

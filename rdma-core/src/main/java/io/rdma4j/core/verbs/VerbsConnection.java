@@ -45,8 +45,6 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
     private Runnable onEstablished;
     private final ProofExchange proof;
     private QueuePairResources resources;
-    /** Whether this connection holds a reservation in the transport's receive pool. */
-    private boolean joined;
 
     // guarded by lock
     private State state = State.CONNECTING;
@@ -78,24 +76,16 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
      * it can be established.
      */
     void createResources() {
-        int depth = transport.options.receiveDepth();
-        // in flight: fragments up to the credits, credit-only messages, a proof
-        int messagesInFlight = depth + ReceivePool.CONTROL_SLOTS + 2;
-        int maxSendWr = transport.config.maxOutstandingOperations() + messagesInFlight + 8;
-        transport.receives.join();
-        joined = true;
-        QueuePairResources r = QueuePairResources.create(transport.device, id, transport.receives.srq(), maxSendWr,
-                messagesInFlight);
+        QueuePairResources r = QueuePairResources.create(transport, id, this);
         lock.lock();
         try {
             resources = r;
             oneSided.attach(r.sendQueue);
-            messages = new MessageChannel(r, transport.receives, transport.staging, posted, depth,
-                    transport.config.maxMessageSize());
+            messages = new MessageChannel(r, transport.receives, transport.staging, posted,
+                    transport.options.receiveDepth(), transport.config.maxMessageSize());
         } finally {
             lock.unlock();
         }
-        transport.deviceEvents.register(r.queuePairNumber, this);
         polling.attach(r.completions);
     }
 
@@ -364,6 +354,25 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         }
     }
 
+    /**
+     * Progress thread: closes the connection when its queue pair is in the error state though no completion or event
+     * said so (Soft-RoCE before Linux 6.2 reports none for a queue pair on a shared receive queue that failed as the
+     * responder of a READ).
+     */
+    void checkQueuePair() {
+        lock.lock();
+        try {
+            if (state != State.OPEN) {
+                return;
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (resources.queuePairInError()) {
+            queuePairFailed("found by ibv_query_qp");
+        }
+    }
+
     /** The device reported this connection's queue pair in the error state ({@link DeviceEvents}). */
     void queuePairFailed(String event) {
         beginClose(new ConnectionClosedException("the queue pair to " + remote + " entered the error state (" + event
@@ -508,20 +517,11 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         releaseNative();
     }
 
-    /**
-     * Destroys the queue pair and CQ, reposting the shared receive slots that its last completions name, and gives
-     * its reservation and lent credits back to the transport's receive pool.
-     */
     private void releaseNative() {
         transport.cmEvents.forget(id);
         QueuePairResources r = resources;
         if (r != null) {
-            transport.deviceEvents.unregister(r.queuePairNumber);
-            r.close(transport.receives);
-        }
-        if (joined) {
-            joined = false;
-            transport.receives.leave(messages == null ? 0 : messages.lentCredits());
+            r.release(transport, messages == null ? 0 : messages.lentCredits());
         }
         RdmaCm.destroyId(id);
     }
