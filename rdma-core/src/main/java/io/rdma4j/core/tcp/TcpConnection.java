@@ -28,6 +28,10 @@ import java.util.function.BooleanSupplier;
  * written without blocking by whichever thread has them, the rest by the reader while it waits; over TLS by a
  * writer thread. Either way a side never blocks reading while its peer blocks writing. Large transfers go out one
  * chunk per turn, so other frames interleave. This class owns the socket, the threads and the closing.
+ *
+ * <p>On a plain socket the reader waits for data in a selector rather than blocking in {@code read}: a socket in
+ * blocking mode cannot be written without blocking, so every response would wait for a writer thread, a hand-off
+ * that costs small operations more than the selector's wait costs bulk reads.
  */
 final class TcpConnection implements ProviderConnection {
 
