@@ -39,7 +39,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class TcpWritePathTest {
 
-    private static final int MESSAGE = 64 * 1024;
+    /** Large enough that 250 of them (62.5 MiB) exceed what loopback sockets buffer once autotuned (32 MiB and more). */
+    private static final int MESSAGE = 256 * 1024;
 
     private Arena arena;
     private RdmaTransport server;
@@ -50,7 +51,7 @@ class TcpWritePathTest {
     @BeforeEach
     void setUp() {
         arena = Arena.ofShared();
-        TransportConfig config = TransportConfig.builder().provider("tcp").build();
+        TransportConfig config = TransportConfig.builder().provider("tcp").maxMessageSize(MESSAGE).build();
         server = RdmaTransport.open(config);
         client = RdmaTransport.open(config);
         listener = server.listen(new InetSocketAddress("127.0.0.1", 0),
@@ -70,7 +71,7 @@ class TcpWritePathTest {
         RdmaConnection served = accepted.poll(10, TimeUnit.SECONDS);
         // The receiver takes nothing yet: past tcp.max-inbox-bytes its reader stops reading, the sockets fill,
         // and the sender's frames go out partly inline and partly from its reader thread once there is room.
-        int count = 250; // 16 MiB (under the 256 operation slots), far beyond the socket buffers and the 4 MiB inbox bound
+        int count = 250; // 62.5 MiB (under the 256 operation slots), beyond the socket buffers and the 4 MiB inbox bound
         List<CompletableFuture<Void>> sent = new ArrayList<>();
         for (int i = 0; i < count; i++) {
             sent.add(c.send(message(i)));
