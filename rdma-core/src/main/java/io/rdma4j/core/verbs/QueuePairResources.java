@@ -14,6 +14,10 @@ import java.util.function.LongConsumer;
  * What one connection owns natively, as pyverbs' objects own theirs: its CQ (on the transport's completion
  * channel), its RC queue pair on the transport's shared receive queue, and the work requests and completion array.
  * Its message buffers are the transport's ({@link ReceivePool}, {@link StagingPool}): an idle connection holds none.
+ * The CQ stays the connection's own: it is the device's ring of completions (tens of bytes an entry, not registered
+ * message memory), a caller waiting on an operation polls its own connection's CQ without taking others'
+ * completions, and a CQ shared by all connections would have to hold every connection's completions in flight or
+ * overflow, which loses completions.
  * {@link #close} releases them in the order the NIC needs: the queue pair first (no more DMA), then the CQ it
  * completed on, handing the receive slots its last completions name back to the shared receive queue.
  */
