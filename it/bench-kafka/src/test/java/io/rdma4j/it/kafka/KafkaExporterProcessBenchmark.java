@@ -85,9 +85,10 @@ class KafkaExporterProcessBenchmark {
      * {@code plain-user1}, allowed READ on the topics; each exporter checks ACLs ({@code rdma.exporter.acls=auto}) and
      * listens on its broker's port plus an offset; each new RDMA consumer creates a delegation token and proves it to
      * the exporters ({@code rdma.exporter.authentication=delegation-token}), all inside the measured time. Only with
-     * {@code -Dbench.secured=true}: with the exporters as processes here, an exporter accepts the first RDMA consumer's
-     * proof, but its ACL check for that consumer ({@code rdma4j-log-exporter-acl}) is cut off during authentication
-     * by the broker again and again, and the consumer reads no record, not even through Kafka, within the time limit.
+     * {@code -Dbench.secured=true}: in this module's JVM every SCRAM-SHA-512 login to the brokers fails ("Kafka Server
+     * failed to create a SaslServer ... with server mechanism SCRAM-SHA-512"), so the exporters' ACL check for a
+     * token's owner never authenticates, and the RDMA consumer reads no record, not even through Kafka, within the
+     * time limit.
      */
     @Test
     @EnabledIfSystemProperty(named = "bench.secured", matches = "true")
