@@ -21,7 +21,6 @@ import org.apache.kafka.common.test.JaasUtils;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -84,15 +83,13 @@ class KafkaExporterProcessBenchmark {
      * StandardAuthorizer, no access without an ACL; brokers on localhost, a port each): the reader is
      * {@code plain-user1}, allowed READ on the topics; each exporter checks ACLs ({@code rdma.exporter.acls=auto}) and
      * listens on its broker's port plus an offset; each new RDMA consumer creates a delegation token and proves it to
-     * the exporters ({@code rdma.exporter.authentication=delegation-token}), all inside the measured time. Only with
-     * {@code -Dbench.secured=true}: in this module's JVM every SCRAM-SHA-512 login to the brokers fails ("Kafka Server
-     * failed to create a SaslServer ... with server mechanism SCRAM-SHA-512"), so the exporters' ACL check for a
-     * token's owner never authenticates, and the RDMA consumer reads no record, not even through Kafka, within the
-     * time limit.
+     * the exporters ({@code rdma.exporter.authentication=delegation-token}), all inside the measured time. The brokers run in this JVM, where only
+     * the loading of Kafka's ScramLoginModule registers the SCRAM SASL servers (a broker's JAAS file names it; the
+     * test kit's names PLAIN only, and the SCRAM clients here are in the exporter processes), so this loads it first.
      */
     @Test
-    @EnabledIfSystemProperty(named = "bench.secured", matches = "true")
     void newSecuredConsumersOnThreeBrokersWithExporterProcesses() throws Exception {
+        Class.forName("org.apache.kafka.common.security.scram.ScramLoginModule", true, KafkaExporterProcessBenchmark.class.getClassLoader());
         try (KafkaTestCluster cluster = KafkaTestCluster.secured(BROKERS, Map.of());
              Admin admin = cluster.superAdmin()) {
             List<AclBinding> acls = new ArrayList<>();
