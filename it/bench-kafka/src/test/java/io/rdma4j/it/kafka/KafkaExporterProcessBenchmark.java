@@ -83,13 +83,15 @@ class KafkaExporterProcessBenchmark {
      * StandardAuthorizer, no access without an ACL; brokers on localhost, a port each): the reader is
      * {@code plain-user1}, allowed READ on the topics; each exporter checks ACLs ({@code rdma.exporter.acls=auto}) and
      * listens on its broker's port plus an offset; each new RDMA consumer creates a delegation token and proves it to
-     * the exporters ({@code rdma.exporter.authentication=delegation-token}), all inside the measured time. The brokers run in this JVM, where only
-     * the loading of Kafka's ScramLoginModule registers the SCRAM SASL servers (a broker's JAAS file names it; the
-     * test kit's names PLAIN only, and the SCRAM clients here are in the exporter processes), so this loads it first.
+     * the exporters ({@code rdma.exporter.authentication=delegation-token}), all inside the measured time. The brokers
+     * run in this JVM, where only the loading of Kafka's ScramLoginModule registers the SCRAM SASL servers (a broker's
+     * JAAS file names it; the test kit's names PLAIN only, and the SCRAM clients here are in the exporter processes),
+     * so this loads it first.
      */
     @Test
     void newSecuredConsumersOnThreeBrokersWithExporterProcesses() throws Exception {
-        Class.forName("org.apache.kafka.common.security.scram.ScramLoginModule", true, KafkaExporterProcessBenchmark.class.getClassLoader());
+        Class.forName("org.apache.kafka.common.security.scram.ScramLoginModule", true,
+                KafkaExporterProcessBenchmark.class.getClassLoader());
         try (KafkaTestCluster cluster = KafkaTestCluster.secured(BROKERS, Map.of());
              Admin admin = cluster.superAdmin()) {
             List<AclBinding> acls = new ArrayList<>();
