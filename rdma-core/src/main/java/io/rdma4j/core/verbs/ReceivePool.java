@@ -144,16 +144,6 @@ final class ReceivePool implements AutoCloseable {
         lent -= credits;
     }
 
-    /** Credits lent now, over all connections. */
-    synchronized int lent() {
-        return lent;
-    }
-
-    /** Slots posted (registered) now. */
-    int slots() {
-        return chunks.slots();
-    }
-
     private void postChunk() {
         int chunk = queues.length;
         int first = chunks.slots();

@@ -47,16 +47,6 @@ final class StagingPool implements AutoCloseable {
         return chunks.lkey(slot);
     }
 
-    /** Slots registered. */
-    synchronized int slots() {
-        return chunks.slots();
-    }
-
-    /** Slots in flight now. */
-    synchronized int inUse() {
-        return chunks.slots() - free.size();
-    }
-
     @Override
     public synchronized void close() {
         chunks.close();
