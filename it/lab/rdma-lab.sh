@@ -139,6 +139,19 @@ fetch_kernel() {
   mark_done kernel
 }
 
+# The version of $1 to take for a kernel at Debian version $2: that one if the archive has it, else the newest of
+# the same upstream release. The security archive sometimes serves a kernel's source and kbuild only at a later
+# Debian revision (6.1.192-3 beside the image's 6.1.192-2); their sources and build tools are the same release.
+same_upstream() {
+  local versions v
+  versions=$(apt-cache madison "$1" | awk -F'|' '{gsub(/ /, "", $2); print $2}')
+  if printf '%s\n' "$versions" | grep -qxF "$2"; then echo "$2"; return 0; fi
+  v=$(printf '%s\n' "$versions" | grep -F "${2%-*}-" | sort -V | tail -n 1)
+  [ -n "$v" ] || die "the archive has no $1 of kernel release ${2%-*} (wanted $2; it has: $(echo $versions))"
+  log "$1: $2 is not served; taking $v of the same release"
+  echo "$v"
+}
+
 # soft-iWARP: build siw.ko from Debian's linux-source (only drivers/infiniband/sw/siw) against the
 # matching Debian headers, with the compiler the kernel was built with.
 build_siw() {
@@ -151,16 +164,19 @@ build_siw() {
   gcc=$(grep -m1 -o 'gcc-[0-9]*' "$LAB_DIR/k/boot/config-$kver" | sed -n 1p)
   [ -n "$gcc" ] || die "cannot tell the kernel's compiler from config-$kver"
   install_packages "$gcc"
-  log "siw.ko: downloading linux-source-$series, headers and kbuild $sver"
-  (cd "$LAB_DIR/dl" && apt_retry download "linux-source-$series=$sver" "linux-headers-$kver=$sver" \
-      "linux-headers-$kbase-common=$sver" "linux-kbuild-$series=$sver")
+  local kbuild_ver source_ver
+  kbuild_ver=$(same_upstream "linux-kbuild-$series" "$sver") || exit 1
+  source_ver=$(same_upstream "linux-source-$series" "$sver") || exit 1
+  log "siw.ko: downloading linux-source-$series $source_ver, headers $sver and kbuild $kbuild_ver"
+  (cd "$LAB_DIR/dl" && apt_retry download "linux-source-$series=$source_ver" "linux-headers-$kver=$sver" \
+      "linux-headers-$kbase-common=$sver" "linux-kbuild-$series=$kbuild_ver")
   rm -rf "$LAB_DIR/hdr" "$LAB_DIR/src" "$LAB_DIR/siw" && mkdir -p "$LAB_DIR/hdr" "$LAB_DIR/src" "$LAB_DIR/siw"
-  for d in "linux-headers-$kver" "linux-headers-$kbase-common" "linux-kbuild-$series"; do
-    dpkg -x "$LAB_DIR"/dl/"${d}_${sver}"_*.deb "$LAB_DIR/hdr"
+  for d in "linux-headers-${kver}_$sver" "linux-headers-$kbase-common_$sver" "linux-kbuild-${series}_$kbuild_ver"; do
+    dpkg -x "$LAB_DIR"/dl/"${d}"_*.deb "$LAB_DIR/hdr"
   done
   # The headers package includes its -common sibling from /usr/src: point it at the extracted copy.
   sed -i "s#include /usr/src/#include $LAB_DIR/hdr/usr/src/#" "$LAB_DIR/hdr/usr/src/linux-headers-$kver/Makefile"
-  dpkg -x "$LAB_DIR/dl/linux-source-${series}_${sver}_all.deb" "$LAB_DIR/src"
+  dpkg -x "$LAB_DIR/dl/linux-source-${series}_${source_ver}_all.deb" "$LAB_DIR/src"
   tar -xJf "$LAB_DIR/src/usr/src/linux-source-$series.tar.xz" -C "$LAB_DIR/src" \
       "linux-source-$series/drivers/infiniband/sw/siw"
   cp "$LAB_DIR/src/linux-source-$series/drivers/infiniband/sw/siw/"* "$LAB_DIR/siw/"
