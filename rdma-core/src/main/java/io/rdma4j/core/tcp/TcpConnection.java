@@ -216,13 +216,15 @@ final class TcpConnection implements ProviderConnection {
                     case TcpFrameCodec.CLOSE -> throw new ConnectionClosedException(remoteAddress + " closed the connection");
                     default -> throw new ProtocolException("unexpected frame type " + h.type());
                 }
+                if (!readers.leads()) {
+                    // This thread ran a request's handler after handing reading over: the new leader reads on, and
+                    // owns the input from then on, so this thread must not look at it again.
+                    return;
+                }
                 // Responses wait while the next frame is already here, so a burst of requests is answered in one
                 // write. Before the reader may wait, it writes them, and whatever a full socket left.
                 if (!input.holdsWholeFrame()) {
                     outgoing.flush();
-                }
-                if (!readers.leads()) {
-                    return; // This thread ran a request's handler after handing reading over: the new leader reads on.
                 }
             }
         } catch (IOException | RuntimeException e) {
