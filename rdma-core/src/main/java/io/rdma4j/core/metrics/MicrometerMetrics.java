@@ -73,6 +73,9 @@ public final class MicrometerMetrics implements MeterBinder {
         Gauge.builder("rdma4j.message.buffers.bytes", metrics, TransportMetrics::messageBufferBytes).tags(tags).baseUnit("bytes")
                 .description("Memory the provider registered for its own message buffers, apart from the regions")
                 .register(registry);
+        Gauge.builder("rdma4j.receive.credits.lent", metrics, TransportMetrics::lentReceiveCredits).tags(tags)
+                .description("Receive credits lent from the shared pool to peers with more to send (verbs)")
+                .register(registry);
         FunctionCounter.builder("rdma4j.handshakes.displaced", metrics, TransportMetrics::displacedHandshakes).tags(tags)
                 .description("Sockets closed in their handshake to admit newer ones").register(registry);
         metrics.addListener((type, bytes, nanos, success) -> {

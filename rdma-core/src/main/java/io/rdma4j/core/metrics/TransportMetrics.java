@@ -32,6 +32,7 @@ public final class TransportMetrics {
     private final AtomicLong openConnections = new AtomicLong();
     private final LongAdder displacedHandshakes = new LongAdder();
     private volatile LongSupplier bufferedBytes = () -> 0;
+    private volatile LongSupplier lentReceiveCredits = () -> 0;
     private final AtomicLong messageBufferBytes = new AtomicLong();
     private final List<OperationListener> listeners = new CopyOnWriteArrayList<>();
 
@@ -145,6 +146,11 @@ public final class TransportMetrics {
         this.bufferedBytes = source;
     }
 
+    /** Where {@link #lentReceiveCredits()} comes from; the verbs provider sets it once its transport is open. */
+    public void lentReceiveCreditsFrom(LongSupplier source) {
+        this.lentReceiveCredits = source;
+    }
+
     // ---- reading ----
 
     public Snapshot snapshot(OperationType type) {
@@ -199,6 +205,15 @@ public final class TransportMetrics {
      */
     public long bufferedBytes() {
         return bufferedBytes.getAsLong();
+    }
+
+    /**
+     * Verbs: receive credits lent from the transport's shared pool to peers with more to send, over all connections;
+     * each is a posted receive slot. They come back as the peers use them, and from a peer that stopped sending within
+     * about two seconds. 0 on tcp.
+     */
+    public long lentReceiveCredits() {
+        return lentReceiveCredits.getAsLong();
     }
 
     /** Totals of one operation type; {@code totalNanos} covers successful operations. */

@@ -3,12 +3,10 @@ package io.rdma4j.core.verbs;
 import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.nativeloader.Errno;
-import io.rdma4j.nativeloader.RdmaCm;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,23 +19,11 @@ import java.util.concurrent.CompletableFuture;
  * no RNR retry and would fail the queue pair). Fragments are copied into the transport's registered staging slots
  * ({@link StagingPool}) and put together again on the receiving side ({@link MessageAssembly}); a fragment says
  * whether more of its message follow and whether the sender has more waiting, which earns it credits lent from the
- * peer's shared pool. Every method but {@link #read} runs under the connection's lock.
+ * peer's shared pool. A side that stopped sending gives back what it was lent ({@link #releaseIdleCredits}).
+ * Every method but {@link #read} runs under the connection's lock.
  */
 final class MessageChannel {
 
-    /**
-     * Connect private data: magic+version, max message size, receive depth (data credits). Version 1 is what a side
-     * without a shared secret sends, as rdma4j did before authentication; version 2 adds flags and a nonce and is
-     * sent with a shared secret, so that a peer too old to authenticate refuses it by its version, naming both.
-     */
-    static final int MAGIC_V1 = 0x52344A01; // "R4J" v1
-    static final int MAGIC_V2 = 0x52344A02; // "R4J" v2
-    static final int PRIVATE_DATA_LENGTH = 12;
-    /** Version 2: version 1's fields, flags, the nonce (within RC's 56 bytes of connect request private data). */
-    static final int PRIVATE_DATA_V2_LENGTH = PRIVATE_DATA_LENGTH + 4 + 16;
-    static final int NONCE_BYTES = 16;
-    /** Version 2 flag: this side has a shared secret and requires the peer to prove it. */
-    static final int CONNECT_FLAG_AUTH = 1;
     /** Each slot starts with the credits returned and the flag. */
     static final int HEADER = 8;
     /** Payload bytes of a full fragment: a slot is 4 KiB with its header. */
@@ -53,17 +39,16 @@ final class MessageChannel {
     static final int FLAG_CREDIT = 1;
     /** A proof of the shared secret ({@link ProofExchange}): never application data, never in fragments. */
     static final int FLAG_PROOF = 2;
+    /**
+     * Gives back unused credits: it uses a credit as data does, and its payload (an int) names how many more the
+     * sender gives up. Never application data.
+     */
+    static final int FLAG_RELEASE = 3;
+    static final int RELEASE_LENGTH = HEADER + Integer.BYTES;
     /** More fragments of this message follow. */
     static final int FLAG_MORE = 0x100;
     /** The sender has more to send after this fragment: the receiver lends it credits from its shared pool. */
     static final int FLAG_BACKLOG = 0x200;
-
-    /** What the peer announced when connecting; {@code nonce} is null when it does not authenticate. */
-    record PeerParameters(int maxMessageSize, int receiveDepth, byte[] nonce) {
-        boolean authenticates() {
-            return nonce != null;
-        }
-    }
 
     /**
      * What a received fragment gave: the credits it returned and, once its last fragment came, the message (null
@@ -87,9 +72,22 @@ final class MessageChannel {
     record Waiting(ByteBuffer payload, CompletableFuture<Void> future) {
     }
 
-    private final QueuePairResources resources;
-    private final ReceivePool receives;
-    private final StagingPool staging;
+    /** Where fragments go: a registered staging slot to fill, then a signalled SEND of it. */
+    interface FragmentSender {
+        /** A free staging slot. */
+        int take();
+
+        MemorySegment slot(int slot);
+
+        /** Posts a SEND of the first {@code length} bytes of {@code slot} under {@code wrId}: 0, or an errno. */
+        int send(long wrId, int slot, int length);
+
+        /** {@code slot} is free again: its SEND completed, or was never posted. */
+        void free(int slot);
+    }
+
+    private final FragmentSender out;
+    private final SharedCredits shared;
     private final PostedRequests posted;
     private final int receiveDepth;
     private final MessageAssembly message;
@@ -104,96 +102,20 @@ final class MessageChannel {
     private int lentCredits;
     private int peerMaxMessageSize;
     private int fragmentPayload;
+    /** When this side last sent data ({@link System#nanoTime()}). */
+    private long lastSentNanos = System.nanoTime();
 
-    MessageChannel(QueuePairResources resources, ReceivePool receives, StagingPool staging, PostedRequests posted,
-                   int receiveDepth, int maxMessageSize) {
-        this.resources = resources;
-        this.receives = receives;
-        this.staging = staging;
+    /** {@code shared}: the credits this side lends its peer, from its transport's shared receive pool. */
+    MessageChannel(FragmentSender out, SharedCredits shared, PostedRequests posted, int receiveDepth, int maxMessageSize) {
+        this.out = out;
+        this.shared = shared;
         this.posted = posted;
         this.receiveDepth = receiveDepth;
         this.message = new MessageAssembly(maxMessageSize);
     }
 
-    /**
-     * This side's parameters for rdma_connect / rdma_accept: its private data, and 7 transport retries; credits
-     * make RNR impossible, so infinite RNR retry (7) is only a backstop.
-     */
-    static RdmaCm.ConnectionParameters connectionParameters(int maxMessageSize, int receiveDepth, byte[] nonce,
-                                                          int responderResources, int initiatorDepth) {
-        return new RdmaCm.ConnectionParameters(privateData(maxMessageSize, receiveDepth, nonce), responderResources,
-                initiatorDepth, 7, 7);
-    }
-
-    /** This side's private data without a shared secret (version 1): magic, max message size, receive depth. */
-    static byte[] privateData(int maxMessageSize, int receiveDepth) {
-        return privateData(maxMessageSize, receiveDepth, null);
-    }
-
-    /**
-     * This side's private data: version 1 without a nonce; with one (a shared secret) version 2, which adds the
-     * flags ({@link #CONNECT_FLAG_AUTH}) and the nonce.
-     */
-    static byte[] privateData(int maxMessageSize, int receiveDepth, byte[] nonce) {
-        if (nonce == null) {
-            return ByteBuffer.allocate(PRIVATE_DATA_LENGTH).order(ByteOrder.BIG_ENDIAN)
-                    .putInt(MAGIC_V1).putInt(maxMessageSize).putInt(receiveDepth).array();
-        }
-        if (nonce.length != NONCE_BYTES) {
-            throw new IllegalArgumentException("nonce of " + nonce.length + " bytes, expected " + NONCE_BYTES);
-        }
-        return ByteBuffer.allocate(PRIVATE_DATA_V2_LENGTH).order(ByteOrder.BIG_ENDIAN).putInt(MAGIC_V2)
-                .putInt(maxMessageSize).putInt(receiveDepth).putInt(CONNECT_FLAG_AUTH).put(nonce).array();
-    }
-
-    /**
-     * Reads and checks the peer's private data; a peer announcing a receive depth or message size this side
-     * cannot honour is refused before anything is sized by them.
-     */
-    static PeerParameters peer(byte[] privateData) {
-        if (privateData.length < PRIVATE_DATA_LENGTH) {
-            throw new ProtocolException("peer sent " + privateData.length + " bytes of connection data, expected "
-                    + PRIVATE_DATA_LENGTH + " (not an rdma4j verbs peer?)");
-        }
-        ByteBuffer b = ByteBuffer.wrap(privateData).order(ByteOrder.BIG_ENDIAN);
-        int magic = b.getInt();
-        if (magic != MAGIC_V1 && magic != MAGIC_V2) {
-            throw new ProtocolException("peer speaks protocol 0x" + Integer.toHexString(magic) + ", this side 0x"
-                    + Integer.toHexString(MAGIC_V1) + " or 0x" + Integer.toHexString(MAGIC_V2)
-                    + ": use the same rdma4j version on both sides");
-        }
-        int maxMessageSize = b.getInt();
-        int receiveDepth = b.getInt();
-        byte[] nonce = null;
-        if (magic == MAGIC_V2) {
-            if (privateData.length < PRIVATE_DATA_V2_LENGTH) {
-                throw new ProtocolException("peer sent " + privateData.length + " bytes of version 2 connection data,"
-                        + " expected " + PRIVATE_DATA_V2_LENGTH + ": not an rdma4j verbs peer, or a corrupted one");
-            }
-            int flags = b.getInt();
-            if ((flags & ~CONNECT_FLAG_AUTH) != 0) {
-                throw new ProtocolException("peer announced unknown connection flags 0x" + Integer.toHexString(flags)
-                        + ": use the same rdma4j version on both sides");
-            }
-            if ((flags & CONNECT_FLAG_AUTH) != 0) {
-                nonce = new byte[NONCE_BYTES];
-                b.get(nonce);
-            }
-        }
-        if (maxMessageSize < 1 || maxMessageSize > Integer.MAX_VALUE - HEADER) {
-            throw new ProtocolException("peer announced a max-message-size of " + maxMessageSize
-                    + " bytes in its connection data: not an rdma4j verbs peer, or a corrupted one");
-        }
-        if (receiveDepth < VerbsOptions.MIN_RECEIVE_DEPTH || receiveDepth > VerbsOptions.MAX_RECEIVE_DEPTH) {
-            throw new ProtocolException("peer announced a receive depth of " + receiveDepth + " in its connection data, outside ["
-                    + VerbsOptions.MIN_RECEIVE_DEPTH + ", " + VerbsOptions.MAX_RECEIVE_DEPTH
-                    + "]: not an rdma4j verbs peer, or a corrupted one");
-        }
-        return new PeerParameters(maxMessageSize, receiveDepth, nonce);
-    }
-
     /** The peer's side of the handshake: its credit limit and largest message; it starts with the reserved credits. */
-    void open(PeerParameters peer) {
+    void open(ConnectData.PeerParameters peer) {
         creditLimit = Math.min(peer.receiveDepth(), receiveDepth);
         credits = Math.min(ReceivePool.RESERVED_CREDITS, creditLimit);
         peerCredits = credits;
@@ -235,13 +157,29 @@ final class MessageChannel {
 
     /** A send staging slot is free again (its SEND completed). */
     void slotFreed(int slot) {
-        staging.free(slot);
+        out.free(slot);
+    }
+
+    /**
+     * Gives back the credits held beyond the reserved ones once nothing waits and nothing was sent for
+     * {@code idleNanos} before {@code now}: the peer's shared pool then lends them to connections that send. The
+     * release uses one of them; returns whether it went out.
+     */
+    boolean releaseIdleCredits(long now, long idleNanos) {
+        if (credits <= ReceivePool.RESERVED_CREDITS || !waiting.isEmpty() || now - lastSentNanos < idleNanos) {
+            return false;
+        }
+        credits--;
+        int released = credits - ReceivePool.RESERVED_CREDITS;
+        credits = ReceivePool.RESERVED_CREDITS;
+        post(ByteBuffer.allocate(Integer.BYTES).putInt(0, released), Integer.BYTES, null, FLAG_RELEASE);
+        return true;
     }
 
     /** Copies one fragment into a staging slot and posts a signalled SEND carrying the owed credits. */
     private void post(ByteBuffer payload, int length, CompletableFuture<Void> f, int flag) {
-        int slot = staging.take();
-        MemorySegment s = staging.slot(slot);
+        int slot = out.take();
+        MemorySegment s = out.slot(slot);
         s.set(ValueLayout.JAVA_INT_UNALIGNED, 0, owedCredits);
         s.set(ValueLayout.JAVA_INT_UNALIGNED, 4, flag);
         peerCredits += owedCredits;
@@ -250,15 +188,23 @@ final class MessageChannel {
             s.asSlice(HEADER, length).copyFrom(MemorySegment.ofBuffer(payload).asSlice(0, length));
             payload.position(payload.position() + length);
         }
-        int rc = resources.sendQueue.postSend(posted.nextId(), s.address(), HEADER + length, staging.lkey(slot));
+        int rc = out.send(posted.nextId(), slot, HEADER + length);
         if (rc != 0) {
-            staging.free(slot);
+            out.free(slot);
             if (f != null) {
                 f.completeExceptionally(new RdmaException("ibv_post_send of a message failed: " + Errno.name(rc)));
             }
             return;
         }
-        posted.add(flag == FLAG_CREDIT ? "credit update" : (flag & KIND) == FLAG_PROOF ? "proof" : "send", f, slot);
+        if (flag != FLAG_CREDIT) {
+            lastSentNanos = System.nanoTime();
+        }
+        posted.add(switch (flag & KIND) {
+            case FLAG_CREDIT -> "credit update";
+            case FLAG_PROOF -> "proof";
+            case FLAG_RELEASE -> "credit release";
+            default -> "send";
+        }, f, slot);
     }
 
     /**
@@ -319,9 +265,14 @@ final class MessageChannel {
             throw new ProtocolException("peer sent a credit-only message with " + (byteLength - HEADER)
                     + " payload bytes: not an rdma4j verbs peer, or a corrupted one");
         }
+        if (flag == FLAG_RELEASE && byteLength != RELEASE_LENGTH) {
+            throw new ProtocolException("peer sent a credit release of " + byteLength + " bytes, expected "
+                    + RELEASE_LENGTH + ": not an rdma4j verbs peer, or a corrupted one");
+        }
         int kind = flag & KIND;
         boolean known = (flag & ~(KIND | FLAG_MORE | FLAG_BACKLOG)) == 0
-                && (kind == FLAG_DATA || kind == FLAG_PROOF && (flag & FLAG_MORE) == 0 || flag == FLAG_CREDIT);
+                && (kind == FLAG_DATA || kind == FLAG_PROOF && (flag & FLAG_MORE) == 0 || flag == FLAG_CREDIT
+                || flag == FLAG_RELEASE);
         if (!known) {
             throw new ProtocolException("peer sent a message with unknown flag " + flag
                     + ": not an rdma4j verbs peer, or a corrupted one");
@@ -368,27 +319,54 @@ final class MessageChannel {
         credits = newCredits;
         peerCredits = newPeerCredits;
         creditUsed((fragment.flag() & FLAG_BACKLOG) != 0);
+        if (fragment.flag() == FLAG_RELEASE) {
+            takeRelease(fragment.bytes().getInt(0));
+            flush();
+            return new Received(fragment.returnedCredits(), null, false);
+        }
         Received r = message.add(fragment);
         flush();
         return r;
     }
 
     /**
+     * The peer gave {@code released} credits back unused: lent ones return to the pool. An honest peer releases only
+     * lent ones (it keeps the reserved ones); any others are owed to it again.
+     */
+    private void takeRelease(int released) {
+        if (released < 0 || released > peerCredits) {
+            throw new ProtocolException("peer released " + released + " credits while it holds " + peerCredits
+                    + ": not an rdma4j verbs peer, or a corrupted one");
+        }
+        peerCredits -= released;
+        int lentBack = Math.min(released, lentCredits);
+        lentCredits -= lentBack;
+        shared.giveBack(lentBack);
+        owedCredits += released - lentBack;
+    }
+
+    /**
      * The peer used a credit: a lent one goes back to the pool, a reserved one back to the peer; a peer with more to
-     * send is lent more, up to the credit limit.
+     * send is lent more, up to the credit limit. A peer with nothing more waiting needs no loan: what this side lent
+     * and has not sent it yet goes back to the pool at once, and what it holds comes back with its release.
      */
     private void creditUsed(boolean backlog) {
         if (lentCredits > 0) {
             lentCredits--;
-            receives.giveBack(1);
+            shared.giveBack(1);
         } else {
             owedCredits++;
         }
         if (backlog) {
             int allocated = peerCredits + owedCredits;
-            int lent = receives.lend(creditLimit - allocated);
+            int lent = shared.lend(creditLimit - allocated);
             lentCredits += lent;
             owedCredits += lent;
+        } else {
+            int unsent = Math.min(owedCredits, lentCredits);
+            owedCredits -= unsent;
+            lentCredits -= unsent;
+            shared.giveBack(unsent);
         }
     }
 

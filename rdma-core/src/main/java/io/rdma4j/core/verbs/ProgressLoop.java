@@ -37,6 +37,11 @@ final class ProgressLoop implements AutoCloseable {
      * a completion, and not every device reports it as an event ({@link VerbsConnection#checkQueuePair}).
      */
     private static final long QUEUE_PAIR_CHECK_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /**
+     * A connection that sent nothing for this long gives back the credits its peer lent it, at the next check: lent
+     * credits stay with idle connections for one to two seconds.
+     */
+    private static final long IDLE_CREDITS_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     private final MemorySegment completionChannel;
     private final boolean busyPoll;
@@ -86,6 +91,7 @@ final class ProgressLoop implements AutoCloseable {
                     for (VerbsConnection c : attached) {
                         try {
                             c.checkQueuePair();
+                            c.releaseIdleCredits(now, IDLE_CREDITS_NANOS);
                         } catch (RuntimeException e) {
                             fail(c, e);
                         }

@@ -17,7 +17,7 @@ import java.util.function.Consumer;
 
 /**
  * One connection's proof of the shared secret ({@code shared-secret}). With a secret, each side sends a fresh
- * nonce in its connect private data ({@link MessageChannel#privateData(int, int, byte[])}, version 2, flag
+ * nonce in its connect private data ({@link ConnectData#privateData(int, int, byte[])}, version 2, flag
  * {@link MessageChannel#CONNECT_FLAG_AUTH}); after ESTABLISHED the connecting side's first message is its proof
  * ({@link SecretProof}: HMAC-SHA256 over both nonces, bound to its role), in a slot flagged
  * {@link MessageChannel#FLAG_PROOF}. The listener checks it before it delivers anything from the peer or hands the
@@ -54,7 +54,7 @@ final class ProofExchange {
     ProofExchange(Optional<String> secret, boolean connecting) {
         this.secret = secret.orElse(null);
         this.connecting = connecting;
-        this.ownNonce = this.secret == null ? null : SecretProof.nonce(MessageChannel.NONCE_BYTES);
+        this.ownNonce = this.secret == null ? null : SecretProof.nonce(ConnectData.NONCE_BYTES);
         this.done = this.secret == null;
     }
 
@@ -72,7 +72,7 @@ final class ProofExchange {
      * The peer's private data read: null when both sides agree on authentication, else why they cannot talk
      * (one side has a secret, the other none).
      */
-    AuthenticationException mismatch(MessageChannel.PeerParameters peer, String who) {
+    AuthenticationException mismatch(ConnectData.PeerParameters peer, String who) {
         if (secret == null && peer.authenticates()) {
             return new AuthenticationException(who + " requires a shared secret; configure the same shared-secret on this side");
         }
@@ -85,7 +85,7 @@ final class ProofExchange {
     }
 
     /** Passive side, under the connection's lock: the connect request read; {@code handOver} runs once it may. */
-    void accepting(MessageChannel.PeerParameters peer, String who, Runnable handOver) {
+    void accepting(ConnectData.PeerParameters peer, String who, Runnable handOver) {
         this.refusal = mismatch(peer, who);
         this.handOver = handOver;
     }

@@ -24,7 +24,9 @@ import java.util.Arrays;
  * against credits: a credit-only message returns at least half the credits its sender granted (and two or more), so
  * no more than two are in flight, three while a loan changes how many were granted. A pool of
  * {@link #SHARED_CREDITS} more data slots is lent to connections whose peer says it has more to send (the backlog
- * flag of its fragments), up to {@code verbs.receive-depth} each, and comes back as those credits are used. The slots
+ * flag of its fragments), up to {@code verbs.receive-depth} each ({@link SharedCredits}), and comes back as those
+ * credits are used, or when a peer that stopped sending gives back what it holds beyond its reservation (a release
+ * message, which itself uses a credit): an idle connection keeps no share of the pool. The slots
  * posted are thus never fewer than the credits granted: a SEND always finds a receive, so there is no RNR wait (and
  * iWARP, which has no RNR retry, never fails a queue pair for it), and the SRQ limit event would only report what
  * this accounting already knows. Slots are posted as connections join and reused by those that join after others
@@ -60,9 +62,9 @@ final class ReceivePool implements AutoCloseable {
     private final int capacity;
     private final String device;
     private volatile SharedReceiveQueue[] queues = new SharedReceiveQueue[0];
+    private final SharedCredits shared = new SharedCredits(SHARED_CREDITS);
     // guarded by this
     private int connections;
-    private int lent;
 
     private ReceivePool(MemorySegment srq, int capacity, SlotChunks chunks, String device) {
         this.srq = srq;
@@ -130,18 +132,12 @@ final class ReceivePool implements AutoCloseable {
     /** A connection left, giving back the {@code lentHeld} credits it had been lent. */
     synchronized void leave(int lentHeld) {
         connections--;
-        lent -= lentHeld;
+        shared.giveBack(lentHeld);
     }
 
-    /** Lends up to {@code wanted} credits from the shared pool; returns how many. */
-    synchronized int lend(int wanted) {
-        int n = Math.max(0, Math.min(wanted, SHARED_CREDITS - lent));
-        lent += n;
-        return n;
-    }
-
-    synchronized void giveBack(int credits) {
-        lent -= credits;
+    /** The credits lent from the slots posted beyond the connections' reservations. */
+    SharedCredits shared() {
+        return shared;
     }
 
     private void postChunk() {

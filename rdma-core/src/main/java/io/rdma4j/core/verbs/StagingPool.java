@@ -1,6 +1,7 @@
 package io.rdma4j.core.verbs;
 
 import io.rdma4j.core.metrics.TransportMetrics;
+import io.rdma4j.nativeloader.SendQueue;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
@@ -45,6 +46,31 @@ final class StagingPool implements AutoCloseable {
 
     int lkey(int slot) {
         return chunks.lkey(slot);
+    }
+
+    /** Fragments staged in this pool and sent on {@code queue}: one connection's. */
+    MessageChannel.FragmentSender sendingOn(SendQueue queue) {
+        return new MessageChannel.FragmentSender() {
+            @Override
+            public int take() {
+                return StagingPool.this.take();
+            }
+
+            @Override
+            public MemorySegment slot(int slot) {
+                return StagingPool.this.slot(slot);
+            }
+
+            @Override
+            public int send(long wrId, int slot, int length) {
+                return queue.postSend(wrId, StagingPool.this.slot(slot).address(), length, lkey(slot));
+            }
+
+            @Override
+            public void free(int slot) {
+                StagingPool.this.free(slot);
+            }
+        };
     }
 
     @Override

@@ -81,7 +81,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         try {
             resources = r;
             oneSided.attach(r.sendQueue);
-            messages = new MessageChannel(r, transport.receives, transport.staging, posted,
+            messages = new MessageChannel(transport.staging.sendingOn(r.sendQueue), transport.receives.shared(), posted,
                     transport.options.receiveDepth(), transport.config.maxMessageSize());
         } finally {
             lock.unlock();
@@ -90,12 +90,12 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
     }
 
     RdmaCm.ConnectionParameters connectionParameters(int responderResources, int initiatorDepth) {
-        return MessageChannel.connectionParameters(transport.config.maxMessageSize(), transport.options.receiveDepth(),
+        return ConnectData.connectionParameters(transport.config.maxMessageSize(), transport.options.receiveDepth(),
                 proof.ownNonce(), responderResources, initiatorDepth);
     }
 
     /** Under lock: the peer's private data read, the addresses known. */
-    private void peer(MessageChannel.PeerParameters peer) {
+    private void peer(ConnectData.PeerParameters peer) {
         messages.open(peer);
         remote = RdmaCm.peerAddress(id);
         local = RdmaCm.localAddress(id);
@@ -103,7 +103,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
 
     /** Active side: ESTABLISHED arrived with the peer's accept private data. */
     void established(byte[] privateData) {
-        MessageChannel.PeerParameters peer = MessageChannel.peer(privateData);
+        ConnectData.PeerParameters peer = ConnectData.peer(privateData);
         lock.lock();
         try {
             AuthenticationException mismatch = proof.mismatch(peer, String.valueOf(RdmaCm.peerAddress(id)));
@@ -124,7 +124,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
      * {@code handOver} then or once the peer proved the shared secret ({@link ProofExchange#established}).
      */
     void accept(RdmaCm.Event request, Runnable whenEstablished, Runnable handOver) {
-        MessageChannel.PeerParameters peer = MessageChannel.peer(request.privateData());
+        ConnectData.PeerParameters peer = ConnectData.peer(request.privateData());
         createResources();
         lock.lock();
         try {
@@ -370,6 +370,21 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         }
         if (resources.queuePairInError()) {
             queuePairFailed("found by ibv_query_qp");
+        }
+    }
+
+    /**
+     * Progress thread: gives back the credits the peer lent beyond its reservation once nothing was sent for
+     * {@code idleNanos}, so that the peer's other connections may use them.
+     */
+    void releaseIdleCredits(long now, long idleNanos) {
+        lock.lock();
+        try {
+            if (state == State.OPEN) {
+                messages.releaseIdleCredits(now, idleNanos);
+            }
+        } finally {
+            lock.unlock();
         }
     }
 

@@ -79,6 +79,7 @@ final class VerbsTransport implements ProviderTransport {
         this.localAddress = localAddress;
         this.device = device;
         this.receives = receives;
+        metrics.lentReceiveCreditsFrom(receives.shared()::lent);
         this.staging = new StagingPool(device.pd, MessageChannel.HEADER + MessageChannel.FRAGMENT_PAYLOAD, metrics);
         this.deviceEvents = new DeviceEvents(device.context, selection.device().name());
         this.cmEvents = new CmEventLoop(device.eventChannel);

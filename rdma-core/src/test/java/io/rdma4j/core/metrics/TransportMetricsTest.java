@@ -45,6 +45,20 @@ class TransportMetricsTest {
     }
 
     @Test
+    void lentReceiveCreditsComeFromTheProviderAndAreAGauge() {
+        TransportMetrics metrics = new TransportMetrics("verbs");
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        new MicrometerMetrics(metrics).bindTo(registry);
+        assertThat(metrics.lentReceiveCredits()).as("before a provider says").isZero();
+        AtomicLong lent = new AtomicLong(30);
+        metrics.lentReceiveCreditsFrom(lent::get);
+        assertThat(metrics.lentReceiveCredits()).isEqualTo(30);
+        assertThat(registry.get("rdma4j.receive.credits.lent").tag("provider", "verbs").gauge().value()).isEqualTo(30);
+        lent.set(0);
+        assertThat(registry.get("rdma4j.receive.credits.lent").gauge().value()).isZero();
+    }
+
+    @Test
     void aFloodOfRejectionsIsCountedInFullAndWarnedAboutAtMostOnceASecond() throws Exception {
         TransportMetrics metrics = new TransportMetrics("tcp");
         RecordingLogger log = new RecordingLogger();

@@ -82,7 +82,7 @@ class ProofExchangeTest {
     void withoutASecretMessagesPassAndProofsBreakTheProtocol() {
         ProofExchange plain = new ProofExchange(Optional.empty(), false);
         AtomicInteger handedOver = new AtomicInteger();
-        plain.accepting(new MessageChannel.PeerParameters(4096, 8, null), PEER, handedOver::incrementAndGet);
+        plain.accepting(new ConnectData.PeerParameters(4096, 8, null), PEER, handedOver::incrementAndGet);
         assertThat(plain.required()).isFalse();
         assertThat(plain.ownNonce()).isNull();
         plain.established(java.time.Duration.ofSeconds(1), PEER, e -> {
@@ -98,7 +98,7 @@ class ProofExchangeTest {
     void aSecretOnOneSideOnlyFailsNamingWhatToConfigure() {
         ProofExchange withSecret = new ProofExchange(SECRET, true);
         ProofExchange without = new ProofExchange(Optional.empty(), true);
-        assertThat(withSecret.mismatch(new MessageChannel.PeerParameters(4096, 8, null), PEER))
+        assertThat(withSecret.mismatch(new ConnectData.PeerParameters(4096, 8, null), PEER))
                 .isInstanceOf(AuthenticationException.class).hasMessageContaining("has no shared secret configured")
                 .hasMessageContaining("configure the same shared-secret on both sides");
         assertThat(without.mismatch(peerOf(new ProofExchange(SECRET, false)), PEER))
@@ -107,7 +107,7 @@ class ProofExchangeTest {
         // the listener side closes such a peer once ESTABLISHED, and never hands it over
         ProofExchange listener = new ProofExchange(SECRET, false);
         AtomicInteger handedOver = new AtomicInteger();
-        listener.accepting(new MessageChannel.PeerParameters(4096, 8, null), PEER, handedOver::incrementAndGet);
+        listener.accepting(new ConnectData.PeerParameters(4096, 8, null), PEER, handedOver::incrementAndGet);
         AuthenticationException[] rejected = new AuthenticationException[1];
         listener.established(java.time.Duration.ofSeconds(1), PEER, e -> rejected[0] = e);
         assertThat(rejected[0]).hasMessageContaining("has no shared secret configured");
@@ -155,8 +155,8 @@ class ProofExchangeTest {
         return listener;
     }
 
-    private static MessageChannel.PeerParameters peerOf(ProofExchange side) {
-        return MessageChannel.peer(MessageChannel.privateData(4096, 8, side.ownNonce()));
+    private static ConnectData.PeerParameters peerOf(ProofExchange side) {
+        return ConnectData.peer(ConnectData.privateData(4096, 8, side.ownNonce()));
     }
 
     private static MessageChannel.Received proof(byte[] bytes) {

@@ -22,38 +22,38 @@ class VerbsPeerInputTest {
 
     @Test
     void honestPrivateDataIsRead() {
-        MessageChannel.PeerParameters p = MessageChannel.peer(MessageChannel.privateData(65536, 32));
+        ConnectData.PeerParameters p = ConnectData.peer(ConnectData.privateData(65536, 32));
         assertThat(p.maxMessageSize()).isEqualTo(65536);
         assertThat(p.receiveDepth()).isEqualTo(32);
         // RoCE pads private data with zeros (IB CM messages have a fixed size): the padding is ignored
         byte[] padded = new byte[56];
-        System.arraycopy(MessageChannel.privateData(100, 2), 0, padded, 0, MessageChannel.PRIVATE_DATA_LENGTH);
-        assertThat(MessageChannel.peer(padded).receiveDepth()).isEqualTo(2);
+        System.arraycopy(ConnectData.privateData(100, 2), 0, padded, 0, ConnectData.PRIVATE_DATA_LENGTH);
+        assertThat(ConnectData.peer(padded).receiveDepth()).isEqualTo(2);
     }
 
     @Test
     void shortOrForeignPrivateDataIsRefused() {
-        assertThatThrownBy(() -> MessageChannel.peer(new byte[0])).isInstanceOf(ProtocolException.class)
+        assertThatThrownBy(() -> ConnectData.peer(new byte[0])).isInstanceOf(ProtocolException.class)
                 .hasMessageContaining("0 bytes of connection data");
-        assertThatThrownBy(() -> MessageChannel.peer(new byte[5])).isInstanceOf(ProtocolException.class)
+        assertThatThrownBy(() -> ConnectData.peer(new byte[5])).isInstanceOf(ProtocolException.class)
                 .hasMessageContaining("5 bytes");
-        assertThatThrownBy(() -> MessageChannel.peer(new byte[56])).isInstanceOf(ProtocolException.class)
+        assertThatThrownBy(() -> ConnectData.peer(new byte[56])).isInstanceOf(ProtocolException.class)
                 .hasMessageContaining("protocol 0x0");
     }
 
     @Test
     void privateDataWithImpossibleSizesIsRefused() {
         for (int depth : new int[] {-1, 0, 1, 4097, Integer.MAX_VALUE, Integer.MIN_VALUE}) {
-            assertThatThrownBy(() -> MessageChannel.peer(raw(MessageChannel.MAGIC_V1, 65536, depth)))
+            assertThatThrownBy(() -> ConnectData.peer(raw(ConnectData.MAGIC_V1, 65536, depth)))
                     .as("receive depth %d", depth).isInstanceOf(ProtocolException.class)
                     .hasMessageContaining("receive depth of " + depth);
         }
         for (int size : new int[] {-1, 0, Integer.MAX_VALUE, Integer.MIN_VALUE}) {
-            assertThatThrownBy(() -> MessageChannel.peer(raw(MessageChannel.MAGIC_V1, size, 32)))
+            assertThatThrownBy(() -> ConnectData.peer(raw(ConnectData.MAGIC_V1, size, 32)))
                     .as("max message size %d", size).isInstanceOf(ProtocolException.class)
                     .hasMessageContaining("max-message-size of " + size);
         }
-        assertThatCode(() -> MessageChannel.peer(raw(MessageChannel.MAGIC_V1, 1, 4096))).doesNotThrowAnyException();
+        assertThatCode(() -> ConnectData.peer(raw(ConnectData.MAGIC_V1, 1, 4096))).doesNotThrowAnyException();
     }
 
     @Test
@@ -75,13 +75,15 @@ class VerbsPeerInputTest {
 
     @Test
     void unknownFlagsAndCreditMessagesWithPayloadAreRefused() {
-        for (int flag : new int[] {3, -1, 0x7fffffff}) {
+        for (int flag : new int[] {4, -1, 0x7fffffff, MessageChannel.FLAG_RELEASE | MessageChannel.FLAG_BACKLOG}) {
             assertThatThrownBy(() -> MessageChannel.checkLength(MessageChannel.HEADER + 16, flag, SLOT))
                     .isInstanceOf(ProtocolException.class).hasMessageContaining("unknown flag " + flag);
         }
         assertThatThrownBy(() -> MessageChannel.checkLength(MessageChannel.HEADER + 1, MessageChannel.FLAG_CREDIT, SLOT))
                 .isInstanceOf(ProtocolException.class).hasMessageContaining("credit-only message with 1 payload");
         assertThatCode(() -> MessageChannel.checkLength(MessageChannel.HEADER, MessageChannel.FLAG_CREDIT, SLOT))
+                .doesNotThrowAnyException();
+        assertThatCode(() -> MessageChannel.checkLength(MessageChannel.RELEASE_LENGTH, MessageChannel.FLAG_RELEASE, SLOT))
                 .doesNotThrowAnyException();
     }
 
@@ -111,49 +113,49 @@ class VerbsPeerInputTest {
 
     @Test
     void privateDataWithANonceIsVersion2AndCarriesIt() {
-        byte[] nonce = new byte[MessageChannel.NONCE_BYTES];
+        byte[] nonce = new byte[ConnectData.NONCE_BYTES];
         for (int i = 0; i < nonce.length; i++) {
             nonce[i] = (byte) (i * 17 + 1);
         }
-        byte[] data = MessageChannel.privateData(4096, 8, nonce);
-        assertThat(data).hasSize(MessageChannel.PRIVATE_DATA_V2_LENGTH).hasSizeLessThanOrEqualTo(56); // RC REQ room
-        assertThat(ByteBuffer.wrap(data).getInt()).isEqualTo(MessageChannel.MAGIC_V2);
-        MessageChannel.PeerParameters p = MessageChannel.peer(data);
+        byte[] data = ConnectData.privateData(4096, 8, nonce);
+        assertThat(data).hasSize(ConnectData.PRIVATE_DATA_V2_LENGTH).hasSizeLessThanOrEqualTo(56); // RC REQ room
+        assertThat(ByteBuffer.wrap(data).getInt()).isEqualTo(ConnectData.MAGIC_V2);
+        ConnectData.PeerParameters p = ConnectData.peer(data);
         assertThat(p.authenticates()).isTrue();
         assertThat(p.nonce()).isEqualTo(nonce);
         assertThat(p.maxMessageSize()).isEqualTo(4096);
         assertThat(p.receiveDepth()).isEqualTo(8);
         byte[] padded = new byte[56];
         System.arraycopy(data, 0, padded, 0, data.length);
-        assertThat(MessageChannel.peer(padded).nonce()).isEqualTo(nonce);
+        assertThat(ConnectData.peer(padded).nonce()).isEqualTo(nonce);
     }
 
     @Test
     void privateDataWithoutANonceStaysVersion1() {
-        byte[] data = MessageChannel.privateData(4096, 8, null);
-        assertThat(data).isEqualTo(raw(MessageChannel.MAGIC_V1, 4096, 8));
-        assertThat(MessageChannel.peer(data).authenticates()).isFalse();
-        assertThat(MessageChannel.peer(data).nonce()).isNull();
-        assertThatThrownBy(() -> MessageChannel.privateData(4096, 8, new byte[5])).isInstanceOf(IllegalArgumentException.class);
+        byte[] data = ConnectData.privateData(4096, 8, null);
+        assertThat(data).isEqualTo(raw(ConnectData.MAGIC_V1, 4096, 8));
+        assertThat(ConnectData.peer(data).authenticates()).isFalse();
+        assertThat(ConnectData.peer(data).nonce()).isNull();
+        assertThatThrownBy(() -> ConnectData.privateData(4096, 8, new byte[5])).isInstanceOf(IllegalArgumentException.class);
     }
 
     @Test
     void shortOrUnknownVersion2PrivateDataIsRefused() {
-        byte[] v2 = MessageChannel.privateData(4096, 8, new byte[MessageChannel.NONCE_BYTES]);
-        byte[] cut = java.util.Arrays.copyOf(v2, MessageChannel.PRIVATE_DATA_V2_LENGTH - 1);
-        assertThatThrownBy(() -> MessageChannel.peer(cut)).isInstanceOf(ProtocolException.class)
+        byte[] v2 = ConnectData.privateData(4096, 8, new byte[ConnectData.NONCE_BYTES]);
+        byte[] cut = java.util.Arrays.copyOf(v2, ConnectData.PRIVATE_DATA_V2_LENGTH - 1);
+        assertThatThrownBy(() -> ConnectData.peer(cut)).isInstanceOf(ProtocolException.class)
                 .hasMessageContaining("version 2 connection data");
         // version 2 fields only, as a peer that knows version 1 alone would read as its 12 bytes
-        assertThatThrownBy(() -> MessageChannel.peer(raw(MessageChannel.MAGIC_V2, 4096, 8))).isInstanceOf(ProtocolException.class);
+        assertThatThrownBy(() -> ConnectData.peer(raw(ConnectData.MAGIC_V2, 4096, 8))).isInstanceOf(ProtocolException.class);
         byte[] unknownFlag = v2.clone();
         unknownFlag[15] = 3;
-        assertThatThrownBy(() -> MessageChannel.peer(unknownFlag)).isInstanceOf(ProtocolException.class)
+        assertThatThrownBy(() -> ConnectData.peer(unknownFlag)).isInstanceOf(ProtocolException.class)
                 .hasMessageContaining("unknown connection flags 0x3");
         byte[] noAuth = v2.clone();
         noAuth[15] = 0;
-        assertThat(MessageChannel.peer(noAuth).authenticates()).isFalse();
+        assertThat(ConnectData.peer(noAuth).authenticates()).isFalse();
         // a version this side does not know names both sides' versions
-        assertThatThrownBy(() -> MessageChannel.peer(raw(0x52344A03, 4096, 8))).isInstanceOf(ProtocolException.class)
+        assertThatThrownBy(() -> ConnectData.peer(raw(0x52344A03, 4096, 8))).isInstanceOf(ProtocolException.class)
                 .hasMessageContaining("0x52344a03").hasMessageContaining("0x52344a01").hasMessageContaining("0x52344a02");
     }
 
@@ -179,7 +181,7 @@ class VerbsPeerInputTest {
     }
 
     private static byte[] raw(int magic, int maxMessageSize, int receiveDepth) {
-        return ByteBuffer.allocate(MessageChannel.PRIVATE_DATA_LENGTH).putInt(magic).putInt(maxMessageSize)
+        return ByteBuffer.allocate(ConnectData.PRIVATE_DATA_LENGTH).putInt(magic).putInt(maxMessageSize)
                 .putInt(receiveDepth).array();
     }
 }

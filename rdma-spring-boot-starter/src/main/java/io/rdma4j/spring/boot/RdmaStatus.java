@@ -66,6 +66,7 @@ public record RdmaStatus(State state, Map<String, Object> details, Throwable fai
         // what peers make this process hold (bounded on tcp by tcp.max-buffered-bytes)
         details.put("bufferedBytes", transport.metrics().bufferedBytes());
         details.put("messageBufferBytes", transport.metrics().messageBufferBytes());
+        details.put("lentReceiveCredits", transport.metrics().lentReceiveCredits());
         if (template != null) {
             details.put("publishedRegions", template.publishedNames());
         }

@@ -289,7 +289,7 @@ class RdmaAutoConfigurationTest {
             assertThat(health.status()).isEqualTo("UP");
             assertThat(health.details()).containsEntry("provider", "tcp").containsEntry("fallback", true)
                     .containsEntry("connections", 0L).containsEntry("bufferedBytes", 0L)
-                    .containsEntry("messageBufferBytes", 0L).doesNotContainKey("error");
+                    .containsEntry("messageBufferBytes", 0L).containsEntry("lentReceiveCredits", 0L).doesNotContainKey("error");
         });
     }
 

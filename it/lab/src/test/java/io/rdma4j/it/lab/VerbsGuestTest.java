@@ -172,6 +172,54 @@ class VerbsGuestTest {
         }
     }
 
+    /**
+     * Credits the server lends clients for their bursts come back once the clients stop sending, whether unused in
+     * the server's hands or the clients': an idle connection keeps no share of the shared receive pool. Four
+     * connections burst one after the other, each ending with whatever loan its last batch of credits left it.
+     */
+    @Test
+    void creditsLentForBurstsGoBackToThePoolOnceTheSendersAreIdle() throws Exception {
+        TransportConfig config = VerbsLab.config(device);
+        LinkedBlockingQueue<RdmaConnection> accepted = new LinkedBlockingQueue<>();
+        try (RdmaTransport server = RdmaTransport.open(config); RdmaTransport client = RdmaTransport.open(config)) {
+            RdmaListener listener = server.listen(new InetSocketAddress(device.address(), 0), accepted::add);
+            byte[] big = new byte[config.maxMessageSize()];
+            java.util.concurrent.atomic.AtomicLong mostLent = new java.util.concurrent.atomic.AtomicLong();
+            java.util.concurrent.atomic.AtomicBoolean sampling = new java.util.concurrent.atomic.AtomicBoolean(true);
+            Thread sampler = Thread.ofPlatform().daemon().start(() -> {
+                while (sampling.get()) {
+                    mostLent.accumulateAndGet(server.metrics().lentReceiveCredits(), Math::max);
+                    java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+                }
+            });
+            List<RdmaConnection> connections = new ArrayList<>();
+            for (int c = 0; c < 4; c++) {
+                RdmaConnection connection = client.connect(listener.localAddress()).get(WAIT, TimeUnit.SECONDS);
+                RdmaConnection onServer = accepted.poll(WAIT, TimeUnit.SECONDS);
+                List<CompletableFuture<Void>> sends = new ArrayList<>();
+                for (int i = 0; i < 8; i++) {
+                    sends.add(connection.send(big));
+                }
+                for (int i = 0; i < 8; i++) {
+                    assertThat(onServer.receive().get(WAIT, TimeUnit.SECONDS).remaining()).isEqualTo(big.length);
+                }
+                CompletableFuture.allOf(sends.toArray(CompletableFuture[]::new)).get(WAIT, TimeUnit.SECONDS);
+                connections.add(connection);
+            }
+            long afterBursts = server.metrics().lentReceiveCredits();
+            long idleSince = System.nanoTime();
+            awaitValue(() -> server.metrics().lentReceiveCredits(), 0, "credits lent to the idle clients, back in the pool");
+            long backAfterMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - idleSince);
+            sampling.set(false);
+            sampler.join();
+            assertThat(mostLent.get()).as("credits the server lent during the bursts").isPositive();
+            assertThat(connections).allMatch(RdmaConnection::isOpen);
+            connections.getFirst().send(new byte[] {7}).get(WAIT, TimeUnit.SECONDS);
+            System.out.println("[" + device.name() + "] credits lent: at most " + mostLent.get() + ", " + afterBursts
+                    + " once the bursts were done, all back " + backAfterMillis + " ms after");
+        }
+    }
+
     private static void awaitValue(java.util.function.LongSupplier value, long expected, String what) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT);
         while (value.getAsLong() != expected && System.nanoTime() < deadline) {
