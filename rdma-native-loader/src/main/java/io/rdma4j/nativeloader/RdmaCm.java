@@ -156,7 +156,7 @@ public final class RdmaCm {
      */
     public static MemorySegment createQueuePair(MemorySegment id, MemorySegment pd, MemorySegment cq, int maxSendWr,
                                                 int maxRecvWr) {
-        return createQueuePair(id, pd, cq, maxSendWr, maxRecvWr, MemorySegment.NULL);
+        return createQueuePair(id, pd, cq, cq, maxSendWr, maxRecvWr, MemorySegment.NULL);
     }
 
     /**
@@ -167,18 +167,28 @@ public final class RdmaCm {
      */
     public static MemorySegment createQueuePair(MemorySegment id, MemorySegment pd, MemorySegment cq, int maxSendWr,
                                                 MemorySegment srq) {
+        return createQueuePair(id, pd, cq, cq, maxSendWr, srq);
+    }
+
+    /**
+     * {@code rdma_create_qp} on the shared receive queue {@code srq}, whose sends complete on {@code sendCq} and whose
+     * receives complete on {@code receiveCq}, which other queue pairs may share: a completion's {@code qp_num} then
+     * says whose it is.
+     */
+    public static MemorySegment createQueuePair(MemorySegment id, MemorySegment pd, MemorySegment sendCq,
+                                                MemorySegment receiveCq, int maxSendWr, MemorySegment srq) {
         if (srq.equals(MemorySegment.NULL)) {
             throw new IllegalArgumentException("a queue pair on a shared receive queue needs the SRQ, got NULL");
         }
-        return createQueuePair(id, pd, cq, maxSendWr, 0, srq);
+        return createQueuePair(id, pd, sendCq, receiveCq, maxSendWr, 0, srq);
     }
 
-    private static MemorySegment createQueuePair(MemorySegment id, MemorySegment pd, MemorySegment cq, int maxSendWr,
-                                                 int maxRecvWr, MemorySegment srq) {
+    private static MemorySegment createQueuePair(MemorySegment id, MemorySegment pd, MemorySegment sendCq,
+                                                 MemorySegment receiveCq, int maxSendWr, int maxRecvWr, MemorySegment srq) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment init = ibv_qp_init_attr.allocate(a);
-            ibv_qp_init_attr.send_cq(init, cq);
-            ibv_qp_init_attr.recv_cq(init, cq);
+            ibv_qp_init_attr.send_cq(init, sendCq);
+            ibv_qp_init_attr.recv_cq(init, receiveCq);
             ibv_qp_init_attr.srq(init, srq);
             ibv_qp_init_attr.qp_type(init, RdmaBindings.IBV_QPT_RC());
             ibv_qp_init_attr.sq_sig_all(init, 0);

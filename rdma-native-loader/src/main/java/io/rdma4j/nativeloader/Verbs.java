@@ -322,6 +322,18 @@ public final class Verbs {
         }
     }
 
+    /** {@code max_cqe} of {@code ibv_query_device}: the most entries one completion queue holds. */
+    public static int maxCompletionQueueDepth(MemorySegment context) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = ibv_device_attr.allocate(a);
+            int rc = RdmaBindings.ibv_query_device(context, attr);
+            if (rc != 0) {
+                throw new NativeCallException("ibv_query_device", Math.abs(rc));
+            }
+            return ibv_device_attr.max_cqe(attr);
+        }
+    }
+
     /** {@code ibv_wc_status_str(status)}, e.g. {@code remote access error}. */
     public static String completionStatus(int status) {
         return RdmaBindings.ibv_wc_status_str(status).reinterpret(64).getString(0);

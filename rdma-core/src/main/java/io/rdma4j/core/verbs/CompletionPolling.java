@@ -6,12 +6,14 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.IntSupplier;
 
 /**
  * Who polls one connection's CQ, and when: the progress thread, or a caller waiting on its own operation,
  * which polls for up to {@code verbs.await-spin-micros} itself (as perftest does, saving two thread
  * hand-offs) before it blocks and leaves the polling to the progress thread. Whoever polls holds the poll
- * lock, never both; the CQ is torn down under it too, so nobody polls a destroyed CQ.
+ * lock, never both; the CQ is torn down under it too, so nobody polls a destroyed CQ. A waiting caller polls the
+ * transport's shared receive CQ as well, when nobody else does: the reply it may be waiting for arrives there.
  */
 final class CompletionPolling {
 
@@ -29,6 +31,8 @@ final class CompletionPolling {
 
     private final long awaitSpinNanos;
     private final Handler handler;
+    /** Polls the shared receive CQ once unless someone else is ({@link ReceiveCompletions#tryPoll}). */
+    private final IntSupplier sharedReceives;
     private final ReentrantLock pollLock = new ReentrantLock();
     /** Guarded by pollLock: null until the CQ exists, and again once it is destroyed. */
     private Completions completions;
@@ -43,9 +47,10 @@ final class CompletionPolling {
     private final AtomicInteger spinningCallers = new AtomicInteger();
     private final AtomicInteger blockedCallers = new AtomicInteger();
 
-    CompletionPolling(long awaitSpinNanos, Handler handler) {
+    CompletionPolling(long awaitSpinNanos, Handler handler, IntSupplier sharedReceives) {
         this.awaitSpinNanos = awaitSpinNanos;
         this.handler = handler;
+        this.sharedReceives = sharedReceives;
     }
 
     /** The CQ to poll, once created. */
@@ -230,6 +235,9 @@ final class CompletionPolling {
                 }
             } else {
                 Thread.onSpinWait();
+            }
+            if (!operation.isDone()) {
+                sharedReceives.getAsInt();
             }
         }
     }

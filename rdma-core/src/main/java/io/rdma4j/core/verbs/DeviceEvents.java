@@ -5,8 +5,7 @@ import io.rdma4j.nativeloader.Verbs;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.IntFunction;
 
 /**
  * The device's asynchronous events, on a thread of their own. A queue pair that entered the error state closes its
@@ -21,24 +20,16 @@ final class DeviceEvents implements AutoCloseable {
 
     private final MemorySegment context;
     private final String device;
-    /** Connections by the number of their queue pair, while it exists. */
-    private final Map<Integer, VerbsConnection> byQueuePair = new ConcurrentHashMap<>();
+    /** The connection of a queue pair number, while its queue pair exists ({@link ReceiveCompletions}). */
+    private final IntFunction<VerbsConnection> connections;
     private volatile boolean running = true;
     private final Thread thread;
 
-    DeviceEvents(MemorySegment context, String device) {
+    DeviceEvents(MemorySegment context, String device, IntFunction<VerbsConnection> connections) {
         this.context = context;
         this.device = device;
+        this.connections = connections;
         this.thread = Thread.ofPlatform().daemon().name("rdma4j-verbs-device-events").start(this::run);
-    }
-
-    void register(int queuePairNumber, VerbsConnection c) {
-        byQueuePair.put(queuePairNumber, c);
-    }
-
-    /** Before the queue pair is destroyed, after which its number may name another one. */
-    void unregister(int queuePairNumber) {
-        byQueuePair.remove(queuePairNumber);
     }
 
     private void run() {
@@ -58,7 +49,7 @@ final class DeviceEvents implements AutoCloseable {
 
     private void handle(Verbs.AsyncEvent event) {
         if (event.queuePairFailed()) {
-            VerbsConnection c = byQueuePair.get(event.queuePairNumber());
+            VerbsConnection c = connections.apply(event.queuePairNumber());
             if (c != null) {
                 c.queuePairFailed(event.name());
             }

@@ -20,6 +20,8 @@ final class PostedRequests {
     }
 
     private final ArrayDeque<Pending> queue = new ArrayDeque<>();
+    /** The queue's size, for threads that do not hold the lock. */
+    private volatile int posted;
     private long nextWrId = 1;
 
     /** The id the next work request is posted under. */
@@ -32,20 +34,29 @@ final class PostedRequests {
         for (CompletableFuture<Void> f : futures) {
             queue.add(new Pending(nextWrId++, operation, f, -1));
         }
+        posted = queue.size();
     }
 
     /** Records one request posted under {@link #nextId()}. */
     void add(String operation, CompletableFuture<Void> future, int sendSlot) {
         queue.add(new Pending(nextWrId++, operation, future, sendSlot));
+        posted = queue.size();
     }
 
     boolean isEmpty() {
         return queue.isEmpty();
     }
 
+    /** Without the lock: whether requests were posted and not completed, as of a moment ago. */
+    boolean anyPosted() {
+        return posted > 0;
+    }
+
     /** Removes and returns the oldest request, or null. */
     Pending poll() {
-        return queue.poll();
+        Pending p = queue.poll();
+        posted = queue.size();
+        return p;
     }
 
     /** What one send-queue completion finished: the request it names ({@code last}) and those posted before it. */
@@ -94,6 +105,7 @@ final class PostedRequests {
                 break;
             }
         }
+        posted = queue.size();
         return new Completed(last, earlier);
     }
 
@@ -101,6 +113,7 @@ final class PostedRequests {
     List<Pending> drain() {
         List<Pending> all = new ArrayList<>(queue);
         queue.clear();
+        posted = 0;
         return all;
     }
 }

@@ -11,8 +11,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The progress thread: polls the CQs of the attached connections, arming them and sleeping on the
- * transport's completion channel when idle. With {@code verbs.busy-poll=true} it never sleeps: it spins on
+ * The progress thread: polls the shared receive CQ ({@link ReceiveCompletions}) and the send CQs of the attached
+ * connections that have sends in flight, arming them all and sleeping on the transport's completion channel when
+ * idle: a busy turn costs a poll per busy connection, not one per connection. With {@code verbs.busy-poll=true} it never sleeps: it spins on
  * the CQs as perftest does, trading one CPU core (busy even when idle) for the channel's wake-up latency.
  * It runs until stopped and every attached connection has closed, or the stop's grace period has passed: then
  * it tears down what is left itself, so that nothing it polls outlives the transport's device. A failure in one
@@ -44,6 +45,7 @@ final class ProgressLoop implements AutoCloseable {
     private static final long IDLE_CREDITS_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     private final MemorySegment completionChannel;
+    private final ReceiveCompletions receives;
     private final boolean busyPoll;
     /** Connections this thread polls (established ones). */
     private final List<VerbsConnection> attached = new CopyOnWriteArrayList<>();
@@ -52,8 +54,9 @@ final class ProgressLoop implements AutoCloseable {
     private volatile long forceAt;
     private final Thread thread;
 
-    ProgressLoop(MemorySegment completionChannel, boolean busyPoll) {
+    ProgressLoop(MemorySegment completionChannel, ReceiveCompletions receives, boolean busyPoll) {
         this.completionChannel = completionChannel;
+        this.receives = receives;
         this.busyPoll = busyPoll;
         this.thread = Thread.ofPlatform().daemon().name("rdma4j-verbs-progress").start(this::run);
     }
@@ -101,9 +104,9 @@ final class ProgressLoop implements AutoCloseable {
                 if (callerCqsTurn) {
                     callerCqsPolledAt = now;
                 }
-                boolean any = false;
+                boolean any = receives.tryPoll() > 0;
                 for (VerbsConnection c : attached) {
-                    if (callerCqsTurn || !c.polling().polledByCaller(now, CALLER_RECENT_NANOS)) {
+                    if (c.awaitsCompletions() && (callerCqsTurn || !c.polling().polledByCaller(now, CALLER_RECENT_NANOS))) {
                         any |= progress(c) > 0;
                     }
                 }
@@ -117,6 +120,9 @@ final class ProgressLoop implements AutoCloseable {
                 }
                 // A caller's CQ is not armed either: an event would wake this thread for completions the caller
                 // reaps itself. The sleep is then capped, so that the caller's CQs get their turn.
+                receives.arm();
+                // a receive that completed before arming raises no event: look once more before sleeping
+                any |= receives.tryPoll() > 0;
                 boolean unarmed = false;
                 for (VerbsConnection c : attached) {
                     if (c.polling().polledByCaller(now, CALLER_RECENT_NANOS)) {

@@ -8,18 +8,16 @@ import io.rdma4j.nativeloader.VerbsOps;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.function.LongConsumer;
 
 /**
- * What one connection owns natively, as pyverbs' objects own theirs: its CQ (on the transport's completion
- * channel), its RC queue pair on the transport's shared receive queue, and the work requests and completion array.
- * Its message buffers are the transport's ({@link ReceivePool}, {@link StagingPool}): an idle connection holds none.
- * The CQ stays the connection's own: it is the device's ring of completions (tens of bytes an entry, not registered
- * message memory), a caller waiting on an operation polls its own connection's CQ without taking others'
- * completions, and a CQ shared by all connections would have to hold every connection's completions in flight or
- * overflow, which loses completions.
- * {@link #close} releases them in the order the NIC needs: the queue pair first (no more DMA), then the CQ it
- * completed on, handing the receive slots its last completions name back to the shared receive queue.
+ * What one connection owns natively, as pyverbs' objects own theirs: its RC queue pair on the transport's shared
+ * receive queue, the CQ its sends complete on, and the work requests and completion array. Its receives complete on
+ * the transport's shared receive CQ ({@link ReceiveCompletions}), and its message buffers are the transport's
+ * ({@link ReceivePool}, {@link StagingPool}): an idle connection holds none. The send CQ stays the connection's own:
+ * a caller waiting for its READ polls it without taking other connections' completions, and it is sized exactly
+ * for this queue pair's sends, which a shared one could only be for every connection's at once.
+ * {@link #release} releases them in the order the NIC needs: the queue pair first (no more DMA, its last receives
+ * taken off the shared CQ), then its send CQ.
  */
 final class QueuePairResources implements AutoCloseable {
 
@@ -44,54 +42,53 @@ final class QueuePairResources implements AutoCloseable {
 
     /**
      * What connection {@code c} on cm id {@code id} holds of {@code transport}: its reservation in the receive pool,
-     * its CQ and queue pair on the shared receive queue, its place among the device's event listeners. Nothing is
-     * left behind when it fails.
+     * its send CQ and queue pair on the shared receive queue, registered with the shared receive CQ under its
+     * number. Nothing is left behind when it fails.
      */
     static QueuePairResources create(VerbsTransport transport, MemorySegment id, VerbsConnection c) {
         int depth = transport.options.receiveDepth();
-        // in flight: fragments up to the credits, credit-only messages, a proof
+        // in flight: fragments up to the credits, credit-only messages, a proof or a release
         int messagesInFlight = depth + ReceivePool.CONTROL_SLOTS + 2;
         int maxSendWr = transport.config.maxOutstandingOperations() + messagesInFlight + 8;
         transport.receives.join();
-        QueuePairResources r;
         try {
-            r = create(transport.device, id, transport.receives.srq(), maxSendWr, messagesInFlight);
+            return transport.receiveCompletions.register(c, () -> create(transport.device, id, transport.receives.srq(),
+                    transport.receiveCompletions.cq(), maxSendWr));
         } catch (RuntimeException e) {
             transport.receives.leave(0);
             throw e;
         }
-        transport.deviceEvents.register(r.queuePairNumber, c);
-        return r;
     }
 
     /**
-     * Destroys the queue pair and CQ, reposting the shared receive slots that its last completions name, and gives
+     * Destroys the queue pair (its last receives dispatched from the shared receive CQ) and its send CQ, and gives
      * the reservation and the {@code lentCredits} back to the transport's receive pool.
      */
     void release(VerbsTransport transport, int lentCredits) {
-        transport.deviceEvents.unregister(queuePairNumber);
-        close(transport.receives);
+        transport.receiveCompletions.retire(queuePairNumber, this::destroyQueuePair);
+        close();
         transport.receives.leave(lentCredits);
     }
 
     /**
-     * Creates the CQ, large enough for {@code maxSendWr} sends and {@code maxReceives} receives in flight, and the
-     * queue pair on cm id {@code id}, taking its receives from {@code srq}. Nothing is left behind when it fails.
+     * Creates the send CQ, large enough for {@code maxSendWr} sends in flight, and the queue pair on cm id {@code id},
+     * taking its receives from {@code srq} and completing them on {@code receiveCq}. Nothing is left behind when it
+     * fails.
      */
-    private static QueuePairResources create(VerbsDevice device, MemorySegment id, MemorySegment srq, int maxSendWr,
-                                             int maxReceives) {
+    private static QueuePairResources create(VerbsDevice device, MemorySegment id, MemorySegment srq,
+                                             MemorySegment receiveCq, int maxSendWr) {
         QueuePairResources r = new QueuePairResources(id);
         try {
-            r.cq = Verbs.createCompletionQueue(device.context, maxSendWr + maxReceives, device.completionChannel);
+            r.cq = Verbs.createCompletionQueue(device.context, maxSendWr, device.completionChannel);
             r.completions = new Completions(VerbsOps.ofCompletionQueue(r.cq), r.arena, POLL_BATCH);
-            MemorySegment qp = RdmaCm.createQueuePair(id, device.pd, r.cq, maxSendWr, srq);
+            MemorySegment qp = RdmaCm.createQueuePair(id, device.pd, r.cq, receiveCq, maxSendWr, srq);
             r.qp = qp;
             r.qpCreated = true;
             r.queuePairNumber = Verbs.queuePairNumber(qp);
             r.sendQueue = new SendQueue(VerbsOps.ofQueuePair(qp), r.arena);
             return r;
         } catch (RuntimeException e) {
-            r.close(wrId -> { });
+            r.close();
             throw e;
         }
     }
@@ -101,33 +98,21 @@ final class QueuePairResources implements AutoCloseable {
         return qpCreated && Verbs.queuePairInError(qp);
     }
 
-    /**
-     * Only once nothing polls the CQ or posts to the queue pair any more. Completions still on the CQ are polled
-     * once the queue pair is gone, and the receive slots they name posted again to {@code receives}: else they would
-     * be lost to every connection.
-     */
-    void close(ReceivePool receives) {
-        close(wrId -> {
-            if (ReceivePool.isReceive(wrId)) {
-                receives.repost(wrId);
-            }
-        });
-    }
-
-    private void close(LongConsumer leftOver) {
+    private void destroyQueuePair() {
         if (qpCreated) {
             RdmaCm.destroyQueuePair(id);
             qpCreated = false;
         }
+    }
+
+    /**
+     * Only once nothing polls the send CQ or posts to the queue pair any more, and the queue pair is destroyed or
+     * completes no receive (it was never connected): destroys what is left.
+     */
+    @Override
+    public void close() {
+        destroyQueuePair();
         if (cq != null) {
-            if (completions != null) {
-                int n;
-                while ((n = completions.poll()) > 0) {
-                    for (int i = 0; i < n; i++) {
-                        leftOver.accept(completions.wrId(i));
-                    }
-                }
-            }
             int rc = Verbs.destroyCompletionQueue(cq);
             if (rc != 0) {
                 LOG.log(System.Logger.Level.WARNING, "ibv_destroy_cq failed: " + rc);
@@ -137,10 +122,5 @@ final class QueuePairResources implements AutoCloseable {
         if (arena.scope().isAlive()) {
             arena.close();
         }
-    }
-
-    @Override
-    public void close() {
-        close(wrId -> { });
     }
 }

@@ -83,10 +83,12 @@ final class ReceivePool implements AutoCloseable {
         int deviceMax;
         MemorySegment srq;
         try {
-            deviceMax = Verbs.maxSharedReceiveQueueDepth(context);
+            // every receive the queue holds may sit completed in the shared receive CQ at once: no more than it holds
+            deviceMax = Math.min(Verbs.maxSharedReceiveQueueDepth(context), Verbs.maxCompletionQueueDepth(context));
             if (deviceMax < SlotChunks.CHUNK_SLOTS) {
-                throw new ProviderUnavailableException(device + " offers no shared receive queue (max_srq_wr " + deviceMax
-                        + "), which rdma4j's verbs messages need: use the tcp provider (provider=tcp) on this host");
+                throw new ProviderUnavailableException(device + " offers no shared receive queue, or no completion queue"
+                        + " to match it (max_srq_wr and max_cqe allow " + deviceMax + "), which rdma4j's verbs messages"
+                        + " need: use the tcp provider (provider=tcp) on this host");
             }
             srq = Verbs.createSharedReceiveQueue(pd, Math.min(deviceMax, MAX_DEPTH), 0);
         } catch (NativeCallException e) {
@@ -100,6 +102,11 @@ final class ReceivePool implements AutoCloseable {
 
     MemorySegment srq() {
         return srq;
+    }
+
+    /** The most receives the shared receive queue holds. */
+    int capacity() {
+        return capacity;
     }
 
     int slotSize() {
@@ -178,9 +185,6 @@ final class ReceivePool implements AutoCloseable {
         }
     }
 
-    static boolean isReceive(long wrId) {
-        return (wrId & RECV_TAG) != 0;
-    }
 
     /** The bytes of the slot a receive completion with id {@code wrId} names. */
     MemorySegment slot(long wrId) {

@@ -2,7 +2,6 @@ package io.rdma4j.core.verbs;
 
 import io.rdma4j.core.AuthenticationException;
 import io.rdma4j.core.ConnectionClosedException;
-import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.spi.ConnectionEvents;
 import io.rdma4j.core.spi.ProviderConnection;
@@ -21,16 +20,17 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * One RC connection made through rdma_cm: its connection-manager state machine and the dispatch of its
+ * One RC connection made through rdma_cm: its connection-manager state machine and the dispatch of its send
  * completions. What it owns natively is in {@link QueuePairResources}, its RDMA READs and WRITEs in
- * {@link OneSidedRequests}, its two-sided messages and credits in {@link MessageChannel}, who polls its CQ
- * when in {@link CompletionPolling}, what the facade hears in {@link FacadeEvents}.
+ * {@link OneSidedRequests}, its two-sided messages and credits in {@link MessageChannel}, what its receives bring in
+ * {@link InboundMessages} (they complete on the transport's {@link ReceiveCompletions}), who polls its CQ when in
+ * {@link CompletionPolling}, what the facade hears in {@link FacadeEvents}.
  *
  * <p>States: CONNECTING (active side, until ESTABLISHED) or ACCEPTING (passive side, accepted, until
  * ESTABLISHED), OPEN, CLOSING (disconnected, draining), CLOSED (torn down). Callers post under {@link #lock};
  * only the progress thread tears down an attached connection, under the poll lock.
  */
-final class VerbsConnection implements ProviderConnection, CompletionPolling.Handler {
+final class VerbsConnection implements ProviderConnection, CompletionPolling.Handler, InboundMessages.Owner {
 
     private static final System.Logger LOG = System.getLogger(VerbsConnection.class.getName());
     private static final long CLOSE_DRAIN_NANOS = TimeUnit.SECONDS.toNanos(1);
@@ -46,11 +46,12 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
     private final ProofExchange proof;
     private QueuePairResources resources;
 
-    // guarded by lock
-    private State state = State.CONNECTING;
+    // guarded by lock; read without it by the progress thread, which only asks whether to poll
+    private volatile State state = State.CONNECTING;
     private final PostedRequests posted = new PostedRequests();
     private final OneSidedRequests oneSided = new OneSidedRequests(lock, this::closedUnlessOpen, posted);
     private MessageChannel messages;
+    private InboundMessages inbound;
     private RdmaException closeCause;
     private long closeDeadline;
     private final FacadeEvents facade = new FacadeEvents(lock);
@@ -62,7 +63,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         this.transport = transport;
         this.id = id;
         this.proof = new ProofExchange(transport.config.sharedSecretValue(), connecting);
-        this.polling = new CompletionPolling(transport.options.awaitSpinNanos(), this);
+        this.polling = new CompletionPolling(transport.options.awaitSpinNanos(), this, transport.receiveCompletions::tryPoll);
     }
 
     void setupEvents(BlockingQueue<RdmaCm.Event> queue) {
@@ -83,6 +84,8 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
             oneSided.attach(r.sendQueue);
             messages = new MessageChannel(transport.staging.sendingOn(r.sendQueue), transport.receives.shared(), posted,
                     transport.options.receiveDepth(), transport.config.maxMessageSize());
+            inbound = new InboundMessages(lock, transport.receives, transport.device.iwarp, messages, proof, facade, this,
+                    () -> String.valueOf(remote));
         } finally {
             lock.unlock();
         }
@@ -232,6 +235,11 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         return polling.progress(this::finishIfDrained);
     }
 
+    /** Whether its CQ may have something for the progress thread: sends are posted, or it is closing. */
+    boolean awaitsCompletions() {
+        return posted.anyPosted() || state == State.CLOSING;
+    }
+
     /**
      * The caller polls the CQ itself for up to {@code verbs.await-spin-micros}, as perftest does, then
      * blocks on the future and leaves the polling to the progress thread.
@@ -248,13 +256,10 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         }
     }
 
+    /** A completion on this connection's own CQ: its sends complete there, its receives on the shared one. */
     @Override
     public void onCompletion(long wrId, int status, int byteLength) {
-        if (ReceivePool.isReceive(wrId)) {
-            onReceive(wrId, status, byteLength);
-        } else {
-            onSendCompletion(wrId, status);
-        }
+        onSendCompletion(wrId, status);
     }
 
     @Override
@@ -283,57 +288,17 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         done.complete(status, String.valueOf(remote));
     }
 
-    private void onReceive(long wrId, int status, int byteLength) {
-        ReceivePool.Arrival arrival = transport.receives.take(wrId, status, byteLength, transport.device.iwarp,
-                String.valueOf(remote));
-        if (arrival.failure() instanceof ProtocolException violation) {
-            refuse(violation);
-            return;
-        }
-        MessageChannel.Fragment fragment = arrival.fragment();
-        if (fragment == null) {
-            if (arrival.failure() != null) {
-                beginClose(arrival.failure());
-            }
-            return;
-        }
-        MessageChannel.Received received;
-        ConnectionEvents deliverTo = null;
-        boolean proven;
-        try {
-            lock.lock();
-            try {
-                if (state == State.CLOSING || state == State.CLOSED) {
-                    return;
-                }
-                received = messages.accept(fragment);
-                // a proof before the exchange passed, anything else after it (else it throws)
-                proven = proof.check(received, String.valueOf(remote));
-                if (proven) {
-                    proof.answer(messages);
-                } else if (received.complete() && received.payload() != null) {
-                    deliverTo = facade.deliverTo(received.payload());
-                }
-            } finally {
-                lock.unlock();
-            }
-        } catch (ProtocolException | AuthenticationException e) {
-            refuse(e);
-            return;
-        }
-        if (proven) {
-            proof.succeeded();
-        }
-        if (deliverTo != null) {
-            deliverTo.onMessage(received.payload());
-        }
+    /** A receive of this connection's queue pair completed on the shared receive CQ ({@link ReceiveCompletions}). */
+    void onReceive(long wrId, int status, int byteLength) {
+        inbound.onReceive(wrId, status, byteLength);
     }
 
     /**
      * The peer broke the verbs message protocol, or failed authentication (counted as a refused peer): only this
      * connection closes.
      */
-    private void refuse(RdmaException violation) {
+    @Override
+    public void refuse(RdmaException violation) {
         if (violation instanceof AuthenticationException) {
             transport.rejected("closing " + this + ": " + violation.getMessage());
         } else {
@@ -422,8 +387,14 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         beginClose(new ConnectionClosedException("connection to " + remote + " was closed locally"));
     }
 
+    @Override
+    public boolean closing() {
+        return state == State.CLOSING || state == State.CLOSED;
+    }
+
     /** Moves the QP to the error state (flushing what is posted); the progress thread then tears down. */
-    void beginClose(RdmaException cause) {
+    @Override
+    public void beginClose(RdmaException cause) {
         lock.lock();
         try {
             if (state == State.CLOSING || state == State.CLOSED) {

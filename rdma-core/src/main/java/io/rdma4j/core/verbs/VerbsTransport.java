@@ -59,6 +59,8 @@ final class VerbsTransport implements ProviderTransport {
     final ProgressLoop progress;
     /** Every connection's receives, on one shared receive queue. */
     final ReceivePool receives;
+    /** Where every connection's receives complete. */
+    final ReceiveCompletions receiveCompletions;
     /** Every connection's send staging slots. */
     final StagingPool staging;
     final DeviceEvents deviceEvents;
@@ -71,7 +73,7 @@ final class VerbsTransport implements ProviderTransport {
 
     private VerbsTransport(TransportConfig config, VerbsOptions options, TransportMetrics metrics,
                            SelectionResult.Selection selection, InetAddress localAddress, VerbsDevice device,
-                           ReceivePool receives) {
+                           ReceivePool receives, ReceiveCompletions receiveCompletions) {
         this.config = config;
         this.options = options;
         this.metrics = metrics;
@@ -79,11 +81,12 @@ final class VerbsTransport implements ProviderTransport {
         this.localAddress = localAddress;
         this.device = device;
         this.receives = receives;
+        this.receiveCompletions = receiveCompletions;
         metrics.lentReceiveCreditsFrom(receives.shared()::lent);
         this.staging = new StagingPool(device.pd, MessageChannel.HEADER + MessageChannel.FRAGMENT_PAYLOAD, metrics);
-        this.deviceEvents = new DeviceEvents(device.context, selection.device().name());
+        this.deviceEvents = new DeviceEvents(device.context, selection.device().name(), receiveCompletions::connection);
         this.cmEvents = new CmEventLoop(device.eventChannel);
-        this.progress = new ProgressLoop(device.completionChannel, options.busyPoll());
+        this.progress = new ProgressLoop(device.completionChannel, receiveCompletions, options.busyPoll());
     }
 
     static VerbsTransport open(TransportConfig config, VerbsOptions options, TransportMetrics metrics,
@@ -104,7 +107,15 @@ final class VerbsTransport implements ProviderTransport {
             device.close();
             throw e;
         }
-        return new VerbsTransport(config, options, metrics, selection, local, device, receives);
+        ReceiveCompletions receiveCompletions;
+        try {
+            receiveCompletions = ReceiveCompletions.create(device, receives);
+        } catch (RuntimeException e) {
+            receives.close();
+            device.close();
+            throw e;
+        }
+        return new VerbsTransport(config, options, metrics, selection, local, device, receives, receiveCompletions);
     }
 
     /** The IPv4 address cm ids bind to: configured, else the RoCE GID's, else the device's net device's. */
@@ -326,8 +337,9 @@ final class VerbsTransport implements ProviderTransport {
                     + " channels) is left allocated, since that thread may still use it");
             return;
         }
-        // no queue pair is left on the SRQ, nothing is posted from the staging slots
+        // no queue pair is left on the SRQ or the receive CQ, nothing is posted from the staging slots
         deviceEvents.close();
+        receiveCompletions.close();
         receives.close();
         staging.close();
         device.close();

@@ -55,6 +55,9 @@ class CompletionPollingTest {
     Completions completions;
     final List<Long> seen = new ArrayList<>();
     final List<CompletableFuture<Void>> futures = new ArrayList<>();
+    /** Stands in for the shared receive CQ: what a waiting caller's polls of it do. */
+    Runnable sharedReceive = () -> { };
+    final AtomicInteger sharedPolls = new AtomicInteger();
 
     @BeforeEach
     void fakeCq() throws Exception {
@@ -88,9 +91,15 @@ class CompletionPollingTest {
             public void onPollFailure(int result) {
                 throw new AssertionError("poll failed: " + result);
             }
-        });
+        }, this::pollSharedReceives);
         p.attach(completions);
         return p;
+    }
+
+    private int pollSharedReceives() {
+        sharedPolls.incrementAndGet();
+        sharedReceive.run();
+        return 0;
     }
 
     @Test
@@ -107,6 +116,20 @@ class CompletionPollingTest {
         long now = System.nanoTime();
         assertThat(p.polledByCaller(now, TimeUnit.SECONDS.toNanos(1))).isTrue();
         assertThat(p.polledByCaller(now + TimeUnit.SECONDS.toNanos(2), TimeUnit.SECONDS.toNanos(1))).isFalse();
+    }
+
+    @Test
+    void aWaitingCallerAlsoPollsTheSharedReceiveCqWhereItsReplyArrives() {
+        CompletionPolling p = polling(TimeUnit.MILLISECONDS.toNanos(500));
+        CompletableFuture<Void> reply = new CompletableFuture<>();
+        sharedReceive = () -> {
+            if (sharedPolls.get() == 3) {
+                reply.complete(null); // the reply's receive, dispatched by the caller's poll
+            }
+        };
+        assertThat(p.spin(reply, System.nanoTime() + TimeUnit.SECONDS.toNanos(5))).isTrue();
+        assertThat(sharedPolls).hasValue(3);
+        assertThat(seen).as("nothing completed on the connection's own CQ").isEmpty();
     }
 
     @Test
@@ -149,7 +172,7 @@ class CompletionPollingTest {
             public void onPollFailure(int result) {
                 throw new AssertionError("poll failed: " + result);
             }
-        });
+        }, this::pollSharedReceives);
         p.attach(completions);
         READY.add(7L);
         AtomicInteger checks = new AtomicInteger();

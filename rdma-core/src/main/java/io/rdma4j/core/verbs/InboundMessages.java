@@ -1,0 +1,96 @@
+package io.rdma4j.core.verbs;
+
+import io.rdma4j.core.AuthenticationException;
+import io.rdma4j.core.ProtocolException;
+import io.rdma4j.core.RdmaException;
+import io.rdma4j.core.spi.ConnectionEvents;
+
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+
+/**
+ * What one connection's receives bring, in the order they completed: each fragment copied out of its shared slot
+ * (which then serves every connection again), its credits counted ({@link MessageChannel}), the peer's proof of the
+ * shared secret checked before anything else ({@link ProofExchange}), and whole messages handed to the facade. A peer
+ * that breaks the protocol or fails its proof closes its own connection only.
+ */
+final class InboundMessages {
+
+    /** What the connection does for this room. */
+    interface Owner {
+        /** Under the connection's lock: whether it is closing or closed, and arrivals are dropped. */
+        boolean closing();
+
+        /** The peer broke the verbs message protocol, or failed authentication. */
+        void refuse(RdmaException violation);
+
+        void beginClose(RdmaException cause);
+    }
+
+    private final ReentrantLock lock;
+    private final ReceivePool receives;
+    private final boolean iwarp;
+    private final MessageChannel messages;
+    private final ProofExchange proof;
+    private final FacadeEvents facade;
+    private final Owner owner;
+    private final Supplier<String> peer;
+
+    InboundMessages(ReentrantLock lock, ReceivePool receives, boolean iwarp, MessageChannel messages, ProofExchange proof,
+                    FacadeEvents facade, Owner owner, Supplier<String> peer) {
+        this.lock = lock;
+        this.receives = receives;
+        this.iwarp = iwarp;
+        this.messages = messages;
+        this.proof = proof;
+        this.facade = facade;
+        this.owner = owner;
+        this.peer = peer;
+    }
+
+    /** A receive completed (with {@code status}, {@code byteLength} bytes) into the slot {@code wrId} names. */
+    void onReceive(long wrId, int status, int byteLength) {
+        ReceivePool.Arrival arrival = receives.take(wrId, status, byteLength, iwarp, peer.get());
+        if (arrival.failure() instanceof ProtocolException violation) {
+            owner.refuse(violation);
+            return;
+        }
+        MessageChannel.Fragment fragment = arrival.fragment();
+        if (fragment == null) {
+            if (arrival.failure() != null) {
+                owner.beginClose(arrival.failure());
+            }
+            return;
+        }
+        MessageChannel.Received received;
+        ConnectionEvents deliverTo = null;
+        boolean proven;
+        try {
+            lock.lock();
+            try {
+                if (owner.closing()) {
+                    return;
+                }
+                received = messages.accept(fragment);
+                // a proof before the exchange passed, anything else after it (else it throws)
+                proven = proof.check(received, peer.get());
+                if (proven) {
+                    proof.answer(messages);
+                } else if (received.complete() && received.payload() != null) {
+                    deliverTo = facade.deliverTo(received.payload());
+                }
+            } finally {
+                lock.unlock();
+            }
+        } catch (ProtocolException | AuthenticationException e) {
+            owner.refuse(e);
+            return;
+        }
+        if (proven) {
+            proof.succeeded();
+        }
+        if (deliverTo != null) {
+            deliverTo.onMessage(received.payload());
+        }
+    }
+}
