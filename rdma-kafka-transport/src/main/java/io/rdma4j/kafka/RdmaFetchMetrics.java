@@ -153,7 +153,8 @@ final class RdmaFetchMetrics implements AutoCloseable {
     /**
      * The consumer's transport figures from now on, as gauges of the RDMA group: {@code transport-connections} (open),
      * {@code transport-buffered-bytes} (what exporters make the consumer hold), {@code transport-registered-bytes}
-     * (its read buffers) and {@code transport-message-buffer-bytes} (what the provider registered for messages).
+     * (its read buffers), {@code transport-message-buffer-bytes} (what the provider registered for messages) and
+     * {@code transport-receive-credits-lent} (verbs: what the shared receive pool lends exporters).
      */
     void transport(io.rdma4j.core.metrics.TransportMetrics transport) {
         gauge("transport-connections", "The consumer's open connections to log exporters", transport::openConnections);
@@ -162,6 +163,8 @@ final class RdmaFetchMetrics implements AutoCloseable {
         gauge("transport-registered-bytes", "Memory the consumer registered for its RDMA read buffers", transport::registeredBytes);
         gauge("transport-message-buffer-bytes", "Memory the provider registered for its own message buffers",
                 transport::messageBufferBytes);
+        gauge("transport-receive-credits-lent", "Receive credits the verbs shared pool lends exporters with more to send",
+                transport::lentReceiveCredits);
     }
 
     private void gauge(String name, String description, java.util.function.LongSupplier value) {

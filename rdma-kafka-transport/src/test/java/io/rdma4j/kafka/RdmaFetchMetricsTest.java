@@ -87,6 +87,7 @@ class RdmaFetchMetricsTest {
                 assertThat(rdma(c, id, "transport-registered-bytes")).as("the read buffers").isPositive();
                 assertThat(rdma(c, id, "transport-buffered-bytes")).isNotNegative();
                 assertThat(rdma(c, id, "transport-message-buffer-bytes")).as("tcp registers no message buffers").isZero();
+                assertThat(rdma(c, id, "transport-receive-credits-lent")).as("tcp lends no receive credits").isZero();
                 double avg = rdma(c, id, "read-latency-avg");
                 assertThat(avg).isPositive();
                 assertThat(rdma(c, id, "read-latency-max")).isGreaterThanOrEqualTo(avg);

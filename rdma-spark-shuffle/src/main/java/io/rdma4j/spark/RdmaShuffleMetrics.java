@@ -79,7 +79,7 @@ final class RdmaShuffleMetrics {
      * {@code fallbacks.<reason>}, {@code mapOutputsRegistered}, {@code registrationTime}, {@code connections}
      * (open), {@code connections.closedIdle}, {@code connections.reconnects}, {@code bufferedBytes} (what peers make
      * the executor hold, bounded on tcp by tcp.maxBufferedBytes), {@code messageBufferBytes} (memory the provider
-     * registered for its message buffers) and
+     * registered for its message buffers), {@code receiveCreditsLent} (verbs: the shared receive pool in use) and
      * {@code provider.<name>} (1 for the provider in use).
      */
     static void registerIn(MetricRegistry registry) {
@@ -97,6 +97,7 @@ final class RdmaShuffleMetrics {
         registry.register("connections.reconnects", RECONNECTS);
         registry.register("bufferedBytes", transportGauge(TransportMetrics::bufferedBytes));
         registry.register("messageBufferBytes", transportGauge(TransportMetrics::messageBufferBytes));
+        registry.register("receiveCreditsLent", transportGauge(TransportMetrics::lentReceiveCredits));
         for (String provider : PROVIDERS) {
             registry.register("provider." + provider, (Gauge<Integer>) () -> {
                 RdmaTransport t = transport;

@@ -112,7 +112,7 @@ class RdmaShuffleSparkSubmitTest {
                 assertThat(e.get("fallbacks.transportUnavailable")).isZero();
                 assertThat(e.get("fallbacks.peerUnreachable")).isZero();
                 assertThat(e).as("executor " + executor.getKey() + "'s transport gauges")
-                        .containsKeys("connections", "bufferedBytes", "messageBufferBytes");
+                        .containsKeys("connections", "bufferedBytes", "messageBufferBytes", "receiveCreditsLent");
                 assertThat(e.get("bufferedBytes")).isNotNegative();
                 assertThat(e.get("registrationTime")).as("one registration timed per map output registered")
                         .isEqualTo(e.get("mapOutputsRegistered"));
