@@ -2,7 +2,7 @@
  * The rdma4j transport API ({@code io.rdma4j.core}), the provider SPI ({@code .spi}), registered buffer pools
  * ({@code .pool}) and metrics ({@code .metrics}). The implementation, the tcp and verbs providers and the doctor
  * stay inside: the API finds the implementation and the providers through the service clauses below. The doctor's
- * main class, {@code io.rdma4j.core.doctor.Doctor}, still runs with {@code java -m} or from its runnable jar.
+ * main class, {@code io.rdma4j.core.doctor.Doctor}, runs with {@code java -m} or from its runnable jar.
  */
 @SuppressWarnings("requires-automatic")
 module io.rdma4j.core {

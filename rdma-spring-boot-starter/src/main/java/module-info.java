@@ -18,7 +18,7 @@ module io.rdma4j.spring.boot {
     requires transitive spring.context;
     requires transitive spring.core;
     requires spring.aop;
-    // RdmaTemplate sizes files it maps against the machine's physical memory (com.sun.management).
+    // RdmaTemplate bounds a region read into new memory by the machine's physical memory (com.sun.management).
     requires java.management;
     requires jdk.management;
 
