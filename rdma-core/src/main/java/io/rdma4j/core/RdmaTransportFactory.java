@@ -3,12 +3,13 @@ package io.rdma4j.core;
 /**
  * How {@link RdmaTransport#open(TransportConfig)}, {@link RdmaTransport#explain(TransportConfig)} and the
  * {@link io.rdma4j.core.doctor.Doctor} reach rdma-core's implementation without naming it: found with {@link java.util.ServiceLoader}
- * ({@code META-INF/services/io.rdma4j.core.RdmaTransportFactory}), so the API package depends on no
- * implementation package. Applications call {@link RdmaTransport#open(TransportConfig)} instead.
+ * (rdma-core's {@code provides} clause, or {@code META-INF/services/io.rdma4j.core.RdmaTransportFactory} on the class
+ * path), so the API package depends on no implementation package. Applications call
+ * {@link RdmaTransport#open(TransportConfig)} instead.
  */
 public interface RdmaTransportFactory {
 
-    /** The implementation on the class path (rdma-core's own), found once. */
+    /** rdma-core's own implementation, found once. */
     static RdmaTransportFactory loaded() {
         return TransportFactoryLoader.factory();
     }

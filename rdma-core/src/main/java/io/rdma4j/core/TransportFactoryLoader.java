@@ -2,7 +2,10 @@ package io.rdma4j.core;
 
 import java.util.ServiceLoader;
 
-/** Loads the one {@link RdmaTransportFactory} on the class path, once. */
+/**
+ * Loads the one {@link RdmaTransportFactory}, once: rdma-core's module provides it, or on the class path its
+ * META-INF/services entry.
+ */
 final class TransportFactoryLoader {
 
     private static final RdmaTransportFactory FACTORY = load();

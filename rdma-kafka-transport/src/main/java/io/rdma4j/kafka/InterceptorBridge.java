@@ -23,6 +23,10 @@ public final class InterceptorBridge<K, V> implements ConsumerInterceptor<K, V> 
 
     private List<ConsumerInterceptor<K, V>> targets = List.of();
 
+    /** The internal KafkaConsumer creates it from {@code interceptor.classes}. */
+    public InterceptorBridge() {
+    }
+
     @Override
     @SuppressWarnings("unchecked")
     public void configure(Map<String, ?> configs) {

@@ -10,7 +10,7 @@ import io.rdma4j.core.verbs.VerbsDiscovery;
 import io.rdma4j.nativeloader.MemlockLimit;
 import io.rdma4j.nativeloader.discovery.DiscoveryReport;
 
-/** rdma-core's {@link RdmaTransportFactory}, registered in {@code META-INF/services}. */
+/** rdma-core's {@link RdmaTransportFactory}, provided in module-info.java and registered in {@code META-INF/services}. */
 public final class DefaultTransportFactory implements RdmaTransportFactory {
 
     @Override

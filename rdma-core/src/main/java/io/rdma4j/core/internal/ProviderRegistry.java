@@ -22,7 +22,7 @@ public final class ProviderRegistry {
     private ProviderRegistry() {
     }
 
-    /** Every provider on the class path, highest auto preference first. */
+    /** Every provider found (module path or class path), highest auto preference first. */
     public static List<RdmaProvider> providers() {
         List<RdmaProvider> found = new ArrayList<>();
         ServiceLoader.load(RdmaProvider.class, ProviderRegistry.class.getClassLoader()).forEach(found::add);

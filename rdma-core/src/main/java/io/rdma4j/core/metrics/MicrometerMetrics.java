@@ -28,6 +28,8 @@ import java.util.concurrent.TimeUnit;
  * <li>{@code rdma4j.handshakes.displaced} (counter, sockets closed in their handshake to admit newer ones)</li>
  * </ul>
  */
+// Micrometer's types in this API need no 'requires transitive': whoever binds meters to a registry requires Micrometer.
+@SuppressWarnings("exports")
 public final class MicrometerMetrics implements MeterBinder {
 
     private final TransportMetrics metrics;

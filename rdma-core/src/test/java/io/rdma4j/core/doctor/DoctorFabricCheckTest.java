@@ -1,5 +1,6 @@
 package io.rdma4j.core.doctor;
 
+import io.rdma4j.core.ChildClassPath;
 import io.rdma4j.core.ProviderSelection;
 
 import org.junit.jupiter.api.AfterEach;
@@ -39,7 +40,7 @@ class DoctorFabricCheckTest {
     private static ProcessBuilder doctor(String... args) {
         String java = ProcessHandle.current().info().command().orElseThrow(() -> new AssertionError("cannot find the java binary"));
         List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx256m",
-                "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"), Doctor.class.getName()));
+                "-XX:TieredStopAtLevel=1", "-cp", ChildClassPath.ofThisTestRun(), Doctor.class.getName()));
         command.addAll(List.of(args));
         return new ProcessBuilder(command).redirectErrorStream(true);
     }

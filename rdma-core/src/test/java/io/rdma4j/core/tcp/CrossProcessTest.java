@@ -1,6 +1,7 @@
 package io.rdma4j.core.tcp;
 
 import io.rdma4j.core.Access;
+import io.rdma4j.core.ChildClassPath;
 import io.rdma4j.core.ConnectionClosedException;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaTransport;
@@ -38,7 +39,7 @@ class CrossProcessTest {
     private Published startChild(long size) throws Exception {
         String java = ProcessHandle.current().info().command().orElseThrow(() -> new AssertionError("cannot find the java binary"));
         child = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx256m",
-                "-cp", System.getProperty("java.class.path"), CrossProcessPeer.class.getName(), Long.toString(size))
+                "-cp", ChildClassPath.ofThisTestRun(), CrossProcessPeer.class.getName(), Long.toString(size))
                 .redirectError(ProcessBuilder.Redirect.INHERIT)
                 .start();
         BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));

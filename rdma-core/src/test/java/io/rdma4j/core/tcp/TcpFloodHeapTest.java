@@ -1,6 +1,7 @@
 package io.rdma4j.core.tcp;
 
 import io.rdma4j.core.Access;
+import io.rdma4j.core.ChildClassPath;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegionDescriptor;
@@ -48,7 +49,7 @@ class TcpFloodHeapTest {
             // An OutOfMemoryError anywhere ends the child, which the tests see as a dead responder.
             Process child = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx256m",
                     "-XX:+ExitOnOutOfMemoryError",
-                    "-cp", System.getProperty("java.class.path"), FloodResponder.class.getName())
+                    "-cp", ChildClassPath.ofThisTestRun(), FloodResponder.class.getName())
                     .redirectError(ProcessBuilder.Redirect.INHERIT)
                     .start();
             BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));

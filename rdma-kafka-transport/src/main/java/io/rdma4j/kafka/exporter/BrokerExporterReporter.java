@@ -86,6 +86,10 @@ public final class BrokerExporterReporter implements MetricsReporter {
 
     private String key;
 
+    /** The broker creates it from {@code metric.reporters}. */
+    public BrokerExporterReporter() {
+    }
+
     /** The exporter this JVM runs for {@code logDirs} (comma-separated as in {@code log.dirs}), or null (none, or not started yet). */
     public static LogExporter running(String logDirs) {
         synchronized (RUNNING) {

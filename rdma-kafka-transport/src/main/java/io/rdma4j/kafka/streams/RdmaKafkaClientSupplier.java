@@ -29,6 +29,8 @@ import java.util.Map;
  * constructor's settings win over prefixed ones. Under {@code processing.guarantee=exactly_once_v2} Streams makes
  * its consumers {@code read_committed}, which the RDMA consumer serves too.
  */
+// Kafka Streams' types in this API need no 'requires transitive': a Streams application requires kafka.streams.
+@SuppressWarnings("exports")
 public final class RdmaKafkaClientSupplier implements KafkaClientSupplier {
 
     private final Map<String, Object> rdmaConfigs;

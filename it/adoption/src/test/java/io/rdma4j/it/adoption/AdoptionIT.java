@@ -3,13 +3,18 @@ package io.rdma4j.it.adoption;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipFile;
+import java.util.zip.ZipInputStream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -20,7 +25,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * their parents and dependencies); everything else (Boot's parent, plugins) comes from Maven Central, read through
  * this build's own local repository first so that nothing is downloaded twice. Its test starts the application
  * (the README's application.yml, region and reader), reads the region through the starter, GETs the actuator's rdma4j
- * health, info and meter over HTTP, and creates an RDMA Kafka consumer from the README's properties.
+ * health, info and meter over HTTP, and creates an RDMA Kafka consumer from the README's properties. Then the fat jar
+ * the build made runs with java -jar and answers the rdma4j health check.
  */
 class AdoptionIT {
 
@@ -62,6 +68,41 @@ class AdoptionIT {
         Path staged = Path.of(System.getProperty("rdma4j.stagingRepo"), "io", "rdma4j", "rdma-spring-boot-starter",
                 System.getProperty("rdma4j.version"));
         assertThat(staged).as("the starter came from the staged repository").isDirectory();
+        runsAsAFatJar(project.resolve("target/rdma-app-1.0.0.jar"), System.getProperty("rdma4j.version"));
+    }
+
+    /**
+     * The fat jar that Boot's parent made of the project (repackage, in the build above), deployed with java -jar:
+     * rdma4j's jars are modules (module-info.class) and run from BOOT-INF/lib on Boot's class path all the same.
+     */
+    private static void runsAsAFatJar(Path jar, String version) throws Exception {
+        for (String artifact : List.of("rdma-native-loader", "rdma-core", "rdma-kafka-transport", "rdma-spring-boot-starter")) {
+            assertThat(nestedEntries(jar, "BOOT-INF/lib/" + artifact + "-" + version + ".jar"))
+                    .as("%s in the fat jar, with its module descriptor", artifact).contains("module-info.class");
+        }
+        try (BootFatJar app = BootFatJar.start(jar, List.of("--enable-native-access=ALL-UNNAMED"),
+                "--server.port=0", "--server.address=127.0.0.1", "--rdma4j.endpoint.port=0")) {
+            HttpResponse<String> health = app.get("/actuator/health/rdma4j");
+            assertThat(health.statusCode()).as(app.output()).isEqualTo(200);
+            assertThat(health.body()).as(app.output())
+                    .contains("\"status\":\"UP\"", "\"provider\"", "\"publishedRegions\":[\"prices\"]");
+            assertThat(app.output()).as("no FFM warning").doesNotContain("restricted method");
+        }
+    }
+
+    /** The entry names of a jar nested in {@code jar}. */
+    private static List<String> nestedEntries(Path jar, String nested) throws IOException {
+        try (ZipFile outer = new ZipFile(jar.toFile())) {
+            ZipEntry entry = outer.getEntry(nested);
+            assertThat(entry).as("%s in %s", nested, jar).isNotNull();
+            List<String> names = new ArrayList<>();
+            try (ZipInputStream in = new ZipInputStream(outer.getInputStream(entry))) {
+                for (ZipEntry e = in.getNextEntry(); e != null; e = in.getNextEntry()) {
+                    names.add(e.getName());
+                }
+            }
+            return names;
+        }
     }
 
     /**

@@ -12,6 +12,8 @@ import java.util.function.Supplier;
  * DOWN when the transport is open but the enabled endpoint could not listen. The mapping is
  * {@link RdmaStatus.State#healthStatus()}'s, shared with {@link Boot3RdmaHealthIndicator}.
  */
+// spring-boot-health is optional (requires static): applications with it require it themselves.
+@SuppressWarnings("exports")
 public record RdmaHealthIndicator(Supplier<RdmaStatus> status) implements HealthIndicator {
 
     @Override

@@ -10,6 +10,8 @@ import java.util.function.Supplier;
  * {@code /actuator/info} section {@code rdma4j}: provider, why it was selected (the reason names the
  * devices auto-detection found or why none was usable), fallback, endpoint and regions.
  */
+// The actuator is optional (requires static): applications with it require it themselves.
+@SuppressWarnings("exports")
 public class RdmaInfoContributor implements InfoContributor {
 
     private final Supplier<RdmaStatus> status;

@@ -22,6 +22,8 @@ import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
 @ConditionalOnProperty(prefix = "rdma4j", name = "enabled", havingValue = "true", matchIfMissing = true)
 @ConditionalOnProperty(name = "spring.kafka.consumer.properties." + RdmaKafkaConsumerFactoryPostProcessor.FETCH_ENABLED,
         havingValue = "true")
+// Spring Kafka and the Kafka module are optional (requires static): applications with them require them.
+@SuppressWarnings("exports")
 public class RdmaKafkaAutoConfiguration {
 
     @Bean
