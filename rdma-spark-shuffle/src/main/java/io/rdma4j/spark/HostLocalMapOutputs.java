@@ -48,10 +48,10 @@ final class HostLocalMapOutputs implements AutoCloseable {
      * @throws IOException       a file is missing or unreadable (the executor is gone, or its files were removed)
      * @throws ProtocolException an index file holds entries no Spark index file holds
      */
-    List<Block> read(List<String> localDirs, List<RdmaBlockFetcher.Wanted> wanted) throws IOException {
+    List<Block> read(List<String> localDirs, List<WantedBlock> wanted) throws IOException {
         String[] dirs = localDirs.toArray(String[]::new);
         List<Block> blocks = new ArrayList<>();
-        for (Map.Entry<Long, List<RdmaBlockFetcher.Wanted>> map : RdmaBlockFetcher.byMap(wanted).entrySet()) {
+        for (Map.Entry<Long, List<WantedBlock>> map : WantedBlock.byMap(wanted).entrySet()) {
             long mapId = map.getKey();
             int min = map.getValue().stream().mapToInt(w -> w.blockId().reduceId()).min().orElseThrow();
             int max = map.getValue().stream().mapToInt(w -> w.blockId().reduceId()).max().orElseThrow();
@@ -69,7 +69,7 @@ final class HostLocalMapOutputs implements AutoCloseable {
                     continue;
                 }
                 MemorySegment range = in.map(FileChannel.MapMode.READ_ONLY, start, end - start, arena);
-                for (RdmaBlockFetcher.Wanted w : map.getValue()) {
+                for (WantedBlock w : map.getValue()) {
                     ShuffleBlockId id = w.blockId();
                     long offset = entries[id.reduceId() - min];
                     long length = entries[id.reduceId() - min + 1] - offset;
@@ -83,7 +83,7 @@ final class HostLocalMapOutputs implements AutoCloseable {
     }
 
     /** {@link #read}, or null (logged) when the files cannot be read: the caller then reads them through the transport. */
-    List<Block> readOrNull(String executorId, List<String> localDirs, List<RdmaBlockFetcher.Wanted> wanted) {
+    List<Block> readOrNull(String executorId, List<String> localDirs, List<WantedBlock> wanted) {
         try {
             return read(localDirs, wanted);
         } catch (IOException | ProtocolException e) {

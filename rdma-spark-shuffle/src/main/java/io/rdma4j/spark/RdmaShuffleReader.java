@@ -77,17 +77,17 @@ final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
     public scala.collection.Iterator<Product2<K, C>> read() {
         int shuffleId = handle.shuffleId();
         List<Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>>> sparkGroups = new ArrayList<>();
-        List<Tuple2<BlockManagerId, List<RdmaBlockFetcher.Wanted>>> groups = new ArrayList<>();
+        List<Tuple2<BlockManagerId, List<WantedBlock>>> groups = new ArrayList<>();
         CollectionConverters.asJava(mapOutputTracker.getMapSizesByExecutorId(shuffleId, startMapIndex, endMapIndex, startPartition, endPartition))
                 .forEachRemaining(group -> {
                     sparkGroups.add(group);
-                    List<RdmaBlockFetcher.Wanted> wanted = new ArrayList<>();
+                    List<WantedBlock> wanted = new ArrayList<>();
                     for (Tuple3<BlockId, Object, Object> block : CollectionConverters.asJava(group._2())) {
                         if (!(block._1() instanceof ShuffleBlockId id)) {
                             throw new IllegalStateException("rdma4j shuffle reads only plain shuffle blocks, got " + block._1()
                                     + "; turn off push-based shuffle (spark.shuffle.push.enabled)");
                         }
-                        wanted.add(new RdmaBlockFetcher.Wanted(id, (Integer) block._3()));
+                        wanted.add(new WantedBlock(id, (Integer) block._3()));
                     }
                     groups.add(new Tuple2<>(group._1(), wanted));
                 });

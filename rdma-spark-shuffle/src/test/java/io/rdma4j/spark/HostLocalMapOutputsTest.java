@@ -51,8 +51,8 @@ class HostLocalMapOutputsTest {
         }
     }
 
-    private static RdmaBlockFetcher.Wanted wanted(int shuffle, long map, int reduce) {
-        return new RdmaBlockFetcher.Wanted(new ShuffleBlockId(shuffle, map, reduce), (int) map);
+    private static WantedBlock wanted(int shuffle, long map, int reduce) {
+        return new WantedBlock(new ShuffleBlockId(shuffle, map, reduce), (int) map);
     }
 
     /** A map output's data file and index file (partitions + 1 big-endian offsets), where Spark puts them. */
