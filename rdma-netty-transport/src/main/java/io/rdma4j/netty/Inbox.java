@@ -1,0 +1,109 @@
+package io.rdma4j.netty;
+
+import io.netty.channel.IoEvent;
+import io.rdma4j.core.RdmaConnection;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+
+/**
+ * A channel's received messages, on its event loop. One {@code receive()} at a time is outstanding while fewer than
+ * a read loop's worth of messages wait here; beyond that rdma4j keeps them, within its own per-connection bounds, and
+ * stops reading from the peer, so a channel that does not read holds its peer back. A receive that completes at
+ * once (rdma4j had the message queued) costs no hand-off between threads.
+ */
+final class Inbox {
+
+    private static final int PREFETCH = 16;
+
+    private final Consumer<IoEvent> post;
+    private final ArrayDeque<ByteBuffer> messages = new ArrayDeque<>();
+    private boolean receiving;
+    /** The peer's end of stream arrived (queued, or handed to the pipeline). */
+    private boolean endReceived;
+    /** The connection ended after the peer's end of stream: an orderly close. */
+    private boolean peerClosed;
+    /** The connection ended without the peer's end of stream; delivered after the queued messages. */
+    private Throwable failure;
+    private boolean dropping;
+
+    Inbox(Consumer<IoEvent> post) {
+        this.post = post;
+    }
+
+    /** Keeps a receive outstanding while there is room here. */
+    void pump(RdmaConnection connection) {
+        while (connection != null && !receiving && !peerClosed && failure == null && messages.size() < PREFETCH) {
+            CompletableFuture<ByteBuffer> next = connection.receive();
+            if (next.isDone()) {
+                add(connection, next.isCompletedExceptionally() ? null : next.resultNow(),
+                        next.isCompletedExceptionally() ? next.exceptionNow() : null);
+                continue;
+            }
+            receiving = true;
+            next.whenComplete((m, e) -> post.accept(new RdmaEvent.Received(m, e)));
+        }
+    }
+
+    /** The outstanding receive completed. */
+    void completed(RdmaConnection connection, ByteBuffer message, Throwable failure) {
+        receiving = false;
+        add(connection, message, failure);
+    }
+
+    private void add(RdmaConnection connection, ByteBuffer message, Throwable failed) {
+        if (failed != null) {
+            if (endReceived) {
+                peerClosed = true;
+            } else {
+                failure = failed;
+            }
+        } else if (endReceived) {
+            // nothing may follow the end of a stream: a peer that breaks the protocol loses the connection
+            connection.close();
+            peerClosed = true;
+        } else if (SendWindow.isEnd(message)) {
+            endReceived = true;
+            if (!dropping) {
+                messages.add(message);
+            }
+        } else if (!dropping) {
+            messages.add(message);
+        }
+    }
+
+    /** The next message (an empty one is the end of stream), or null when none has arrived. */
+    ByteBuffer poll(RdmaConnection connection) {
+        ByteBuffer m = messages.poll();
+        if (m == null) {
+            pump(connection);
+            m = messages.poll();
+        }
+        return m;
+    }
+
+    /** Why the connection ended without an end of stream, once every message before it was taken. */
+    Throwable failure() {
+        return messages.isEmpty() ? failure : null;
+    }
+
+    /** Whether a message or the connection's end waits here, after taking what rdma4j already holds. */
+    boolean available(RdmaConnection connection) {
+        if (messages.isEmpty() && failure == null) {
+            pump(connection);
+        }
+        return !messages.isEmpty() || failure != null;
+    }
+
+    boolean peerClosed() {
+        return peerClosed;
+    }
+
+    /** Input shut down or channel closed: what arrives from now on is dropped. */
+    void dropMessages() {
+        dropping = true;
+        messages.clear();
+    }
+}
