@@ -74,14 +74,25 @@ final class Inbox {
         }
     }
 
-    /** The next message (an empty one is the end of stream), or null when none has arrived. */
-    ByteBuffer poll(RdmaConnection connection) {
-        ByteBuffer m = messages.poll();
+    /**
+     * The oldest message not yet read through (an empty one is the end of stream), or null when none has arrived;
+     * the reader moves its position and calls {@link #consumed()} when it has taken all of it.
+     */
+    ByteBuffer head(RdmaConnection connection) {
+        ByteBuffer m = messages.peek();
         if (m == null) {
             pump(connection);
-            m = messages.poll();
+            m = messages.peek();
         }
         return m;
+    }
+
+    void consumed() {
+        messages.poll();
+    }
+
+    boolean endReceived() {
+        return endReceived && !dropping;
     }
 
     /** Why the connection ended without an end of stream, once every message before it was taken. */

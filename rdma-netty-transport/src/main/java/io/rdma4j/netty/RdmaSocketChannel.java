@@ -259,7 +259,9 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
         }
         reading = true;
         try {
-            while (readRequested && state == State.ACTIVE && readable()) {
+            // once the peer's end of stream has arrived, what precedes it is read whether or not a read was asked
+            // for, as epoll reads after EPOLLRDHUP, so the end reaches the pipeline
+            while ((readRequested || inbox.endReceived()) && state == State.ACTIVE && readable()) {
                 if (inputShutdown && (inputClosedSeenErrorOnRead || !config.isAllowHalfClosure())) {
                     readRequested = false;
                     break;
@@ -274,41 +276,52 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
         }
     }
 
+    /**
+     * One read loop, as a socket channel's: buffers from the channel's allocator, sized by its
+     * {@code RecvByteBufAllocator}, filled from the received messages (a message may span several).
+     */
     private void readOnce() {
         var handle = unsafe().recvBufAllocHandle();
         handle.reset(config);
         var pipeline = pipeline();
         if (inputShutdown) {
-            // a read past the end, as a socket reads end of stream again
+            // input shut down locally: a read past the end, as a socket reads end of stream again
             readRequested = false;
             handle.readComplete();
             pipeline.fireChannelReadComplete();
-            closeOnRead();
+            shutdownInput(true);
             return;
         }
         boolean end = false;
         Throwable failure = null;
         do {
-            ByteBuffer m = inbox.poll(connection);
+            ByteBuffer m = inbox.head(connection);
             if (m == null) {
                 failure = inbox.failure();
                 break;
             }
             readRequested = false;
             if (SendWindow.isEnd(m)) {
+                inbox.consumed();
                 end = true;
                 break;
             }
-            int n = m.remaining();
-            handle.attemptedBytesRead(n);
+            ByteBuf buf = handle.allocate(config.getAllocator());
+            int n = Math.min(buf.writableBytes(), m.remaining());
+            handle.attemptedBytesRead(buf.writableBytes());
+            buf.writeBytes(m.slice(m.position(), n));
+            m.position(m.position() + n);
+            if (!m.hasRemaining()) {
+                inbox.consumed();
+            }
             handle.lastBytesRead(n);
             handle.incMessagesRead(1);
-            pipeline.fireChannelRead(io.netty.buffer.Unpooled.wrappedBuffer(m));
+            pipeline.fireChannelRead(buf);
         } while (handle.continueReading() && state == State.ACTIVE);
         handle.readComplete();
         pipeline.fireChannelReadComplete();
         if (end) {
-            closeOnRead();
+            shutdownInput(true);
         } else if (failure != null && state == State.ACTIVE) {
             readRequested = false;
             pipeline.fireExceptionCaught(RdmaErrors.reset(failure));
@@ -316,20 +329,22 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
         }
     }
 
-    private void closeOnRead() {
+    /** The input ended: as epoll's channel, the end and (all data read) the read-complete event, or a close. */
+    private void shutdownInput(boolean allDataRead) {
         if (!inputShutdown) {
-            if (config.isAllowHalfClosure()) {
-                inputShutdown = true;
-                pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
-            } else {
+            if (!config.isAllowHalfClosure()) {
                 closeNow();
+                return;
             }
-        } else if (!inputClosedSeenErrorOnRead) {
+            inputShutdown = true;
+            pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
+        }
+        if (allDataRead && !inputClosedSeenErrorOnRead && state == State.ACTIVE) {
             inputClosedSeenErrorOnRead = true;
             pipeline().fireUserEventTriggered(ChannelInputShutdownReadComplete.INSTANCE);
-            if (inbox.peerClosed() && state == State.ACTIVE) {
-                closeNow();
-            }
+        }
+        if (inputClosedSeenErrorOnRead && inbox.peerClosed() && state == State.ACTIVE) {
+            closeNow();
         }
     }
 
