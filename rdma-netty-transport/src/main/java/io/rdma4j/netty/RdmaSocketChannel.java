@@ -7,6 +7,7 @@ import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
+import io.netty.channel.FileRegion;
 import io.netty.channel.IoEvent;
 import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
@@ -26,6 +27,7 @@ import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.UnsupportedAddressTypeException;
+import java.nio.channels.WritableByteChannel;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
@@ -352,19 +354,24 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
 
     @Override
     protected Object filterOutboundMessage(Object msg) {
-        if (msg instanceof ByteBuf) {
+        if (msg instanceof ByteBuf || msg instanceof FileRegion) {
             return msg;
         }
         throw new UnsupportedOperationException("unsupported message type: " + StringUtil.simpleClassName(msg)
-                + " (expected: ByteBuf; rdma4j channels carry bytes)");
+                + " (expected: ByteBuf, FileRegion)");
     }
 
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws Exception {
         RdmaConnection c = connection;
-        while (in.current() != null) {
+        Object current;
+        while ((current = in.current()) != null) {
             if (!window.hasRoom() && !window.block()) {
                 return; // a completion posts Writable, which flushes again
+            }
+            if (current instanceof FileRegion region) {
+                writeRegion(in, c, region);
+                continue;
             }
             ByteBuffer[] buffers = in.nioBuffers(1024, maxMessageSize);
             int count = in.nioBufferCount();
@@ -380,7 +387,7 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
                 }
             } else {
                 // small buffers flushed together go as one message; send copies it before returning
-                message = ((RdmaIoHandler.Registration) registration).handler().gatherBuffer(maxMessageSize);
+                message = registration.handler().gatherBuffer(maxMessageSize);
                 for (int i = 0; i < count; i++) {
                     message.put(buffers[i]);
                 }
@@ -392,6 +399,49 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
                 throw RdmaErrors.sendFailed(sent.exceptionNow());
             }
             in.removeBytes(n);
+        }
+    }
+
+    /** The next message's worth of a file region: rdma4j has no sendfile, so its bytes are copied into a message. */
+    private void writeRegion(ChannelOutboundBuffer in, RdmaConnection c, FileRegion region) throws Exception {
+        if (region.transferred() >= region.count()) {
+            in.remove();
+            return;
+        }
+        ByteBuffer message = registration.handler().gatherBuffer(maxMessageSize);
+        long n = region.transferTo(new MessageFiller(message), region.transferred());
+        message.flip();
+        if (n <= 0 || !message.hasRemaining()) {
+            throw new java.io.EOFException("file region " + region + " ended before its count: " + region.transferred()
+                    + " of " + region.count() + " bytes");
+        }
+        CompletableFuture<Void> sent = window.send(c, message);
+        if (sent.isCompletedExceptionally()) {
+            throw RdmaErrors.sendFailed(sent.exceptionNow());
+        }
+        in.progress(n);
+        if (region.transferred() >= region.count()) {
+            in.remove();
+        }
+    }
+
+    /** Takes what a file region transfers into one message buffer, until it is full. */
+    private record MessageFiller(ByteBuffer message) implements WritableByteChannel {
+        @Override
+        public int write(ByteBuffer src) {
+            int n = Math.min(src.remaining(), message.remaining());
+            message.put(src.slice(src.position(), n));
+            src.position(src.position() + n);
+            return n;
+        }
+
+        @Override
+        public boolean isOpen() {
+            return true;
+        }
+
+        @Override
+        public void close() {
         }
     }
 
