@@ -380,7 +380,8 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
                 continue;
             }
             ByteBuffer message;
-            if (count == 1 || in.nioBufferSize() > maxMessageSize) {
+            boolean single = count == 1 || in.nioBufferSize() > maxMessageSize;
+            if (single) {
                 message = buffers[0];
                 if (message.remaining() > maxMessageSize) {
                     message = message.slice(message.position(), maxMessageSize);
@@ -397,6 +398,10 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
             CompletableFuture<Void> sent = window.send(c, message);
             if (sent.isCompletedExceptionally()) {
                 throw RdmaErrors.sendFailed(sent.exceptionNow());
+            }
+            if (single) {
+                // the outbound buffer hands out the same NIO view until its buffer is done: move it past what went
+                buffers[0].position(buffers[0].position() + n);
             }
             in.removeBytes(n);
         }
