@@ -65,15 +65,19 @@ final class Side implements AutoCloseable {
                 .childHandler(new Sink(sunk)).bind(loopback).sync().channel();
         pingChannel = new Bootstrap().group(clientGroup).channel(clientType).option(ChannelOption.TCP_NODELAY, true)
                 .handler(ping).connect(echoServer.localAddress()).sync().channel();
-        streamChannel = new Bootstrap().group(clientGroup).channel(clientType)
-                .handler(stream).connect(sinkServer.localAddress()).sync().channel();
+        Bootstrap streamer = new Bootstrap().group(clientGroup).channel(clientType).handler(stream);
+        if (clientType == RdmaSocketChannel.class && Integer.getInteger("bench.rdma.send-window", 0) > 0) {
+            streamer.option(ChannelOption.SO_SNDBUF, Integer.getInteger("bench.rdma.send-window"));
+        }
+        streamChannel = streamer.connect(sinkServer.localAddress()).sync().channel();
     }
 
     static Side rdma4j(String provider) throws InterruptedException {
         RdmaTransport serverTransport = RdmaTransport.open(TransportConfig.builder().provider(provider).build());
         RdmaTransport clientTransport = RdmaTransport.open(TransportConfig.builder().provider(provider).build());
-        return new Side("rdma4j (" + serverTransport.provider() + ")", RdmaIoHandler.newFactory(serverTransport),
-                RdmaIoHandler.newFactory(clientTransport), RdmaServerSocketChannel.class, RdmaSocketChannel.class, () -> {
+        java.time.Duration spin = java.time.Duration.ofNanos(1000L * Integer.getInteger("bench.rdma.spin-micros", 0));
+        return new Side("rdma4j (" + serverTransport.provider() + ")", RdmaIoHandler.newFactory(serverTransport, spin),
+                RdmaIoHandler.newFactory(clientTransport, spin), RdmaServerSocketChannel.class, RdmaSocketChannel.class, () -> {
                     clientTransport.close();
                     serverTransport.close();
                 });
