@@ -58,29 +58,24 @@ public final class NettyDemo {
         }
     }
 
-    // tag::grpc[]
     public static NettyServerBuilder grpcServer(EventLoopGroup group) {
-        return NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
-                .channelType(RdmaServerSocketChannel.class)
+        NettyServerBuilder server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+                .channelType(RdmaServerSocketChannel.class)   // rdma4j's channels and event loops, nothing else changes
                 .bossEventLoopGroup(group)
-                .workerEventLoopGroup(group)
-                .maxInboundMessageSize(16 << 20)
-                .addService(EchoService.definition());
+                .workerEventLoopGroup(group);
+        return server.maxInboundMessageSize(16 << 20).addService(EchoService.definition());
     }
 
     public static ManagedChannel grpcChannel(EventLoopGroup group, int port) {
-        return NettyChannelBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+        NettyChannelBuilder client = NettyChannelBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
                 .channelType(RdmaSocketChannel.class)
-                .eventLoopGroup(group)
-                .maxInboundMessageSize(16 << 20)
-                .usePlaintext()
-                .build();
+                .eventLoopGroup(group);
+        return client.maxInboundMessageSize(16 << 20).usePlaintext().build();
     }
-    // end::grpc[]
 
     /** A Reactor Netty HTTP server and client on the group; one GET. */
     static String http(EventLoopGroup group) {
-        RdmaLoopResources loops = RdmaLoopResources.of(group);
+        RdmaLoopResources loops = RdmaLoopResources.of(group);   // Reactor Netty's loops: the group's
         DisposableServer server = httpServer(loops).bindNow();
         try {
             return httpClient(loops, server.port()).get().uri("/hello").responseContent().aggregate().asString().block();
@@ -90,15 +85,14 @@ public final class NettyDemo {
     }
 
     public static HttpServer httpServer(RdmaLoopResources loops) {
-        return HttpServer.create().host("127.0.0.1").port(0).runOn(loops)
-                .route(routes -> routes
+        HttpServer http = HttpServer.create().host("127.0.0.1").port(0).runOn(loops);
+        return http.route(routes -> routes
                         .get("/hello", (request, response) -> response.sendString(Mono.just("hello")))
                         .post("/echo", (request, response) -> response.send(request.receive().retain())));
     }
 
     public static HttpClient httpClient(RdmaLoopResources loops, int port) {
-        // the JDK's resolver: rdma4j's loops run no datagram channel for Netty's DNS resolver
-        return HttpClient.create().runOn(loops).resolver(DefaultAddressResolverGroup.INSTANCE)
-                .baseUrl("http://127.0.0.1:" + port);
+        HttpClient httpClient = HttpClient.create().runOn(loops).resolver(DefaultAddressResolverGroup.INSTANCE);  // JDK resolver: no DNS channel
+        return httpClient.baseUrl("http://127.0.0.1:" + port);
     }
 }
