@@ -6,6 +6,7 @@ import io.rdma4j.core.RdmaConnection;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.function.Consumer;
 
 /**
@@ -19,6 +20,8 @@ final class Inbox {
     private static final int PREFETCH = 16;
 
     private final Consumer<IoEvent> post;
+    /** Completes receives on the channel's loop, straight from rdma4j's thread that has the message. */
+    private final Executor loop;
     private final ArrayDeque<ByteBuffer> messages = new ArrayDeque<>();
     private boolean receiving;
     /** The peer's end of stream arrived (queued, or handed to the pipeline). */
@@ -31,12 +34,13 @@ final class Inbox {
 
     Inbox(Consumer<IoEvent> post) {
         this.post = post;
+        this.loop = task -> post.accept(new RdmaEvent.Run(task));
     }
 
     /** Keeps a receive outstanding while there is room here. */
     void pump(RdmaConnection connection) {
         while (connection != null && !receiving && !peerClosed && failure == null && messages.size() < PREFETCH) {
-            CompletableFuture<ByteBuffer> next = connection.receive();
+            CompletableFuture<ByteBuffer> next = connection.receive(loop);
             if (next.isDone()) {
                 add(connection, next.isCompletedExceptionally() ? null : next.resultNow(),
                         next.isCompletedExceptionally() ? next.exceptionNow() : null);

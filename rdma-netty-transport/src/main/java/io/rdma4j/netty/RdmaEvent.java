@@ -42,6 +42,14 @@ sealed interface RdmaEvent extends IoEvent {
         }
     }
 
+    /** A task of rdma4j's, run on the loop: it completes a receive, whose callback then posts {@link Received}. */
+    record Run(Runnable task) implements RdmaEvent {
+        @Override
+        public void discard() {
+            task.run();
+        }
+    }
+
     /** Read what is queued (posted by the channel itself, so the read does not run inside the caller's stack). */
     record ReadNow() implements RdmaEvent {
     }

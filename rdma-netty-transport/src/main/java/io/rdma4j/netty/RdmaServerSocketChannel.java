@@ -15,7 +15,6 @@ import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.channels.UnsupportedAddressTypeException;
 import java.util.ArrayDeque;
-import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * A listening channel over rdma4j's listener, for event loops of {@link RdmaIoHandler}: each accepted connection
@@ -26,11 +25,8 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 public class RdmaServerSocketChannel extends AbstractServerChannel implements ServerSocketChannel {
 
     private final RdmaServerSocketChannelConfig config = new RdmaServerSocketChannelConfig(this);
-    private final ConcurrentLinkedQueue<IoEvent> orphans = new ConcurrentLinkedQueue<>();
+    private final LoopLink link = new LoopLink(() -> !isOpen());
     private volatile RdmaListener listener;
-    private volatile RdmaIoHandler.Registration registration;
-    /** What the loop returned for the registration; cancelling goes through it. */
-    private IoRegistration ioRegistration;
     private volatile boolean closed;
     // loop thread only
     private RdmaTransport transport;
@@ -84,41 +80,16 @@ public class RdmaServerSocketChannel extends AbstractServerChannel implements Se
 
     @Override
     protected void doRegister(ChannelPromise promise) {
-        ((IoEventLoop) eventLoop()).register((ServerUnsafe) unsafe()).addListener(f -> {
-            if (!f.isSuccess()) {
-                promise.setFailure(f.cause());
-                return;
-            }
-            ioRegistration = (IoRegistration) f.getNow();
-            registration = ioRegistration.attachment();
-            transport = registration.handler().transport();
-            promise.setSuccess();
-            IoEvent orphan;
-            while ((orphan = orphans.poll()) != null) {
-                post(orphan);
-            }
-        });
+        link.register((IoEventLoop) eventLoop(), (ServerUnsafe) unsafe(), promise, () -> transport = link.handler().transport());
     }
 
     @Override
     protected void doDeregister() {
-        IoRegistration r = ioRegistration;
-        if (r != null) {
-            ioRegistration = null;
-            registration = null;
-            r.cancel();
-        }
+        link.deregister();
     }
 
     private void post(IoEvent event) {
-        RdmaIoHandler.Registration r = registration;
-        if (r == null || !r.post(event)) {
-            if (closed && event instanceof RdmaEvent e) {
-                e.discard();
-            } else {
-                orphans.add(event);
-            }
-        }
+        link.post(event);
     }
 
     @Override
@@ -194,12 +165,7 @@ public class RdmaServerSocketChannel extends AbstractServerChannel implements Se
         while ((c = accepted.poll()) != null) {
             c.close();
         }
-        IoEvent e;
-        while ((e = orphans.poll()) != null) {
-            if (e instanceof RdmaEvent r) {
-                r.discard();
-            }
-        }
+        link.discardOrphans();
     }
 
     private final class ServerUnsafe extends AbstractUnsafe implements RdmaIoHandle {

@@ -11,25 +11,18 @@ import io.netty.channel.FileRegion;
 import io.netty.channel.IoEvent;
 import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
-import io.netty.channel.socket.ChannelInputShutdownEvent;
-import io.netty.channel.socket.ChannelInputShutdownReadComplete;
 import io.netty.channel.socket.ServerSocketChannel;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.util.concurrent.Future;
 import io.netty.util.internal.StringUtil;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaTransport;
 
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
-import java.nio.ByteBuffer;
 import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.UnsupportedAddressTypeException;
-import java.nio.channels.WritableByteChannel;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -48,25 +41,16 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
 
     private final RdmaSocketChannelConfig config = new RdmaSocketChannelConfig(this);
     private final Inbox inbox = new Inbox(this::post);
-    /** Events posted while the channel had no valid registration; posted again once it has one. */
-    private final ConcurrentLinkedQueue<IoEvent> orphans = new ConcurrentLinkedQueue<>();
+    private final StreamReader reader = new StreamReader(this, inbox);
+    private final LoopLink link = new LoopLink(() -> !isOpen());
     private volatile State state;
     private volatile RdmaConnection connection;
-    private volatile RdmaIoHandler.Registration registration;
-    /** What the loop returned for the registration; cancelling goes through it. */
-    private IoRegistration ioRegistration;
     private volatile boolean inputShutdown;
     private volatile boolean outputShutdown;
     // loop thread only
     private int maxMessageSize;
     private SendWindow window;
-    private boolean readRequested;
-    private boolean reading;
-    private boolean readScheduled;
-    private boolean inputClosedSeenErrorOnRead;
-    private ChannelPromise connectPromise;
-    private Future<?> connectTimeout;
-    private SocketAddress requestedRemote;
+    private PendingConnect pendingConnect;
 
     /** A client channel, connected with {@code Bootstrap.connect}. */
     public RdmaSocketChannel() {
@@ -149,18 +133,7 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
 
     @Override
     protected void doRegister(ChannelPromise promise) {
-        ((IoEventLoop) eventLoop()).register((RdmaUnsafe) unsafe()).addListener(f -> {
-            if (!f.isSuccess()) {
-                promise.setFailure(f.cause());
-                return;
-            }
-            ioRegistration = (IoRegistration) f.getNow();
-            registration = ioRegistration.attachment();
-            promise.setSuccess();
-            IoEvent orphan;
-            while ((orphan = orphans.poll()) != null) {
-                post(orphan);
-            }
+        link.register((IoEventLoop) eventLoop(), (RdmaUnsafe) unsafe(), promise, () -> {
             if (state == State.ACTIVE) {
                 inbox.pump(connection);
             }
@@ -169,37 +142,21 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
 
     @Override
     protected void doDeregister() {
-        IoRegistration r = ioRegistration;
-        if (r != null) {
-            ioRegistration = null;
-            registration = null;
-            r.cancel();
-        }
+        link.deregister();
     }
 
     /** From any thread: hands {@code event} to the loop the channel is registered with. */
-    private void post(IoEvent event) {
-        RdmaIoHandler.Registration r = registration;
-        if (r == null || !r.post(event)) {
-            orphans.add(event);
-            if (state == State.CLOSED) {
-                discardOrphans();
-            }
-        }
-    }
-
-    private void discardOrphans() {
-        IoEvent e;
-        while ((e = orphans.poll()) != null) {
-            if (e instanceof RdmaEvent r) {
-                r.discard();
-            }
-        }
+    void post(IoEvent event) {
+        link.post(event);
     }
 
     private void handle(RdmaEvent event) {
         switch (event) {
-            case RdmaEvent.Received r -> received(r.message(), r.failure());
+            case RdmaEvent.Received r -> {
+                if (state == State.ACTIVE) {
+                    reader.received(r.message(), r.failure());
+                }
+            }
             case RdmaEvent.Writable w -> {
                 if (state == State.ACTIVE) {
                     ((RdmaUnsafe) unsafe()).flush0();
@@ -211,143 +168,23 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
                 }
             }
             case RdmaEvent.Connected c -> connected(c.connection(), c.failure());
-            case RdmaEvent.ReadNow n -> {
-                readScheduled = false;
-                readLoop();
-            }
+            case RdmaEvent.ReadNow n -> reader.readNow();
             case RdmaEvent.Accepted a -> a.discard();
+            case RdmaEvent.Run r -> r.task().run();
         }
     }
 
-    // ---- reading ----
+    // ---- reading: StreamReader ----
 
     @Override
     protected void doBeginRead() {
-        if (state != State.ACTIVE) {
-            return;
+        if (state == State.ACTIVE) {
+            reader.beginRead();
         }
-        readRequested = true;
-        if (!reading && !readScheduled && readable()) {
-            readScheduled = true;
-            post(new RdmaEvent.ReadNow());
-        }
-        inbox.pump(connection);
     }
 
     void autoReadCleared() {
-        readRequested = false;
-    }
-
-    private boolean readable() {
-        return inbox.available(connection) || (inputShutdown && !inputClosedSeenErrorOnRead);
-    }
-
-    private void received(ByteBuffer message, Throwable failure) {
-        if (state != State.ACTIVE) {
-            return;
-        }
-        inbox.completed(connection, message, failure);
-        if (inbox.peerClosed() && inputClosedSeenErrorOnRead) {
-            // the peer ended its stream, we read past the end, and now its connection is gone too
-            closeNow();
-            return;
-        }
-        readLoop();
-    }
-
-    private void readLoop() {
-        if (reading) {
-            return; // the loop further up the stack sees what changed
-        }
-        reading = true;
-        try {
-            // once the peer's end of stream has arrived, what precedes it is read whether or not a read was asked
-            // for, as epoll reads after EPOLLRDHUP, so the end reaches the pipeline
-            while ((readRequested || inbox.endReceived()) && state == State.ACTIVE && readable()) {
-                if (inputShutdown && (inputClosedSeenErrorOnRead || !config.isAllowHalfClosure())) {
-                    readRequested = false;
-                    break;
-                }
-                readOnce();
-            }
-        } finally {
-            reading = false;
-        }
-        if (state == State.ACTIVE) {
-            inbox.pump(connection);
-        }
-    }
-
-    /**
-     * One read loop, as a socket channel's: buffers from the channel's allocator, sized by its
-     * {@code RecvByteBufAllocator}, filled from the received messages (a message may span several).
-     */
-    private void readOnce() {
-        var handle = unsafe().recvBufAllocHandle();
-        handle.reset(config);
-        var pipeline = pipeline();
-        if (inputShutdown) {
-            // input shut down locally: a read past the end, as a socket reads end of stream again
-            readRequested = false;
-            handle.readComplete();
-            pipeline.fireChannelReadComplete();
-            shutdownInput(true);
-            return;
-        }
-        boolean end = false;
-        Throwable failure = null;
-        do {
-            ByteBuffer m = inbox.head(connection);
-            if (m == null) {
-                failure = inbox.failure();
-                break;
-            }
-            readRequested = false;
-            if (SendWindow.isEnd(m)) {
-                inbox.consumed();
-                end = true;
-                break;
-            }
-            ByteBuf buf = handle.allocate(config.getAllocator());
-            int n = Math.min(buf.writableBytes(), m.remaining());
-            handle.attemptedBytesRead(buf.writableBytes());
-            buf.writeBytes(m.slice(m.position(), n));
-            m.position(m.position() + n);
-            if (!m.hasRemaining()) {
-                inbox.consumed();
-            }
-            handle.lastBytesRead(n);
-            handle.incMessagesRead(1);
-            pipeline.fireChannelRead(buf);
-        } while (handle.continueReading() && state == State.ACTIVE);
-        handle.readComplete();
-        pipeline.fireChannelReadComplete();
-        if (end) {
-            shutdownInput(true);
-        } else if (failure != null && state == State.ACTIVE) {
-            readRequested = false;
-            pipeline.fireExceptionCaught(RdmaErrors.reset(failure));
-            closeNow();
-        }
-    }
-
-    /** The input ended: as epoll's channel, the end and (all data read) the read-complete event, or a close. */
-    private void shutdownInput(boolean allDataRead) {
-        if (!inputShutdown) {
-            if (!config.isAllowHalfClosure()) {
-                closeNow();
-                return;
-            }
-            inputShutdown = true;
-            pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
-        }
-        if (allDataRead && !inputClosedSeenErrorOnRead && state == State.ACTIVE) {
-            inputClosedSeenErrorOnRead = true;
-            pipeline().fireUserEventTriggered(ChannelInputShutdownReadComplete.INSTANCE);
-        }
-        if (inputClosedSeenErrorOnRead && inbox.peerClosed() && state == State.ACTIVE) {
-            closeNow();
-        }
+        reader.autoReadCleared();
     }
 
     // ---- writing ----
@@ -363,91 +200,7 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
 
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws Exception {
-        RdmaConnection c = connection;
-        Object current;
-        while ((current = in.current()) != null) {
-            if (!window.hasRoom() && !window.block()) {
-                return; // a completion posts Writable, which flushes again
-            }
-            if (current instanceof FileRegion region) {
-                writeRegion(in, c, region);
-                continue;
-            }
-            ByteBuffer[] buffers = in.nioBuffers(1024, maxMessageSize);
-            int count = in.nioBufferCount();
-            if (count == 0) {
-                in.remove(); // an empty buffer
-                continue;
-            }
-            ByteBuffer message;
-            boolean single = count == 1 || in.nioBufferSize() > maxMessageSize;
-            if (single) {
-                message = buffers[0];
-                if (message.remaining() > maxMessageSize) {
-                    message = message.slice(message.position(), maxMessageSize);
-                }
-            } else {
-                // small buffers flushed together go as one message; send copies it before returning
-                message = registration.handler().gatherBuffer(maxMessageSize);
-                for (int i = 0; i < count; i++) {
-                    message.put(buffers[i]);
-                }
-                message.flip();
-            }
-            int n = message.remaining();
-            CompletableFuture<Void> sent = window.send(c, message);
-            if (sent.isCompletedExceptionally()) {
-                throw RdmaErrors.sendFailed(sent.exceptionNow());
-            }
-            if (single) {
-                // the outbound buffer hands out the same NIO view until its buffer is done: move it past what went
-                buffers[0].position(buffers[0].position() + n);
-            }
-            in.removeBytes(n);
-        }
-    }
-
-    /** The next message's worth of a file region: rdma4j has no sendfile, so its bytes are copied into a message. */
-    private void writeRegion(ChannelOutboundBuffer in, RdmaConnection c, FileRegion region) throws Exception {
-        if (region.transferred() >= region.count()) {
-            in.remove();
-            return;
-        }
-        ByteBuffer message = registration.handler().gatherBuffer(maxMessageSize);
-        long n = region.transferTo(new MessageFiller(message), region.transferred());
-        message.flip();
-        if (n <= 0 || !message.hasRemaining()) {
-            throw new java.io.EOFException("file region " + region + " ended before its count: " + region.transferred()
-                    + " of " + region.count() + " bytes");
-        }
-        CompletableFuture<Void> sent = window.send(c, message);
-        if (sent.isCompletedExceptionally()) {
-            throw RdmaErrors.sendFailed(sent.exceptionNow());
-        }
-        in.progress(n);
-        if (region.transferred() >= region.count()) {
-            in.remove();
-        }
-    }
-
-    /** Takes what a file region transfers into one message buffer, until it is full. */
-    private record MessageFiller(ByteBuffer message) implements WritableByteChannel {
-        @Override
-        public int write(ByteBuffer src) {
-            int n = Math.min(src.remaining(), message.remaining());
-            message.put(src.slice(src.position(), n));
-            src.position(src.position() + n);
-            return n;
-        }
-
-        @Override
-        public boolean isOpen() {
-            return true;
-        }
-
-        @Override
-        public void close() {
-        }
+        MessageWriter.write(in, connection, window, link.handler(), maxMessageSize);
     }
 
     @Override
@@ -540,29 +293,37 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
 
     // ---- connect and close ----
 
-    private void closeNow() {
+    RdmaConnection connection() {
+        return connection;
+    }
+
+    boolean inputShutdown() {
+        return inputShutdown;
+    }
+
+    void markInputShutdown() {
+        inputShutdown = true;
+    }
+
+    void closeNow() {
         unsafe().close(unsafe().voidPromise());
     }
 
     private void connected(RdmaConnection c, Throwable failure) {
-        if (connectTimeout != null) {
-            connectTimeout.cancel(false);
-            connectTimeout = null;
-        }
-        ChannelPromise promise = connectPromise;
-        connectPromise = null;
+        PendingConnect pending = pendingConnect;
+        pendingConnect = null;
         if (failure != null) {
-            if (promise != null) {
-                promise.tryFailure(RdmaErrors.connectFailed(failure, requestedRemote));
+            if (pending != null && pending.fail(failure)) {
                 closeNow();
             }
             return;
         }
+        ChannelPromise promise = pending == null ? null : pending.end();
         if (promise == null || state != State.CONNECTING) {
-            c.close(); // closed or cancelled meanwhile
+            c.close(); // closed, timed out or cancelled meanwhile
             return;
         }
-        start(c, registration.handler().transport());
+        start(c, link.handler().transport());
         boolean promiseSet = promise.trySuccess();
         pipeline().fireChannelActive();
         if (!promiseSet) {
@@ -586,14 +347,9 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
     protected void doClose() {
         State old = state;
         state = State.CLOSED;
-        ChannelPromise promise = connectPromise;
+        ChannelPromise promise = pendingConnect == null ? null : pendingConnect.end();
         if (promise != null) {
-            connectPromise = null;
             promise.tryFailure(new ClosedChannelException());
-        }
-        if (connectTimeout != null) {
-            connectTimeout.cancel(false);
-            connectTimeout = null;
         }
         RdmaConnection c = connection;
         if (c != null && old == State.ACTIVE) {
@@ -615,7 +371,7 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
             }
         }
         inbox.dropMessages();
-        discardOrphans();
+        link.discardOrphans();
     }
 
     private final class RdmaUnsafe extends AbstractUnsafe implements RdmaIoHandle {
@@ -627,7 +383,7 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
                 return;
             }
             try {
-                if (connectPromise != null) {
+                if (pendingConnect != null) {
                     throw new ConnectionPendingException();
                 }
                 if (state == State.ACTIVE) {
@@ -639,32 +395,9 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
                 if (!(remote instanceof InetSocketAddress address)) {
                     throw new UnsupportedAddressTypeException();
                 }
-                RdmaTransport transport = registration.handler().transport();
-                CompletableFuture<RdmaConnection> connecting = transport.connect(address);
+                pendingConnect = PendingConnect.start(RdmaSocketChannel.this, link.handler().transport(), address,
+                        promise, () -> close(voidPromise()), RdmaSocketChannel.this::post);
                 state = State.CONNECTING;
-                connectPromise = promise;
-                requestedRemote = remote;
-                int timeoutMillis = config.getConnectTimeoutMillis();
-                if (timeoutMillis > 0) {
-                    connectTimeout = eventLoop().schedule(() -> {
-                        ChannelPromise p = connectPromise;
-                        if (p != null && p.tryFailure(new io.netty.channel.ConnectTimeoutException(
-                                "connection timed out after " + timeoutMillis + " ms: " + remote))) {
-                            connectPromise = null;
-                            close(voidPromise());
-                        }
-                    }, timeoutMillis, TimeUnit.MILLISECONDS);
-                }
-                promise.addListener(f -> {
-                    if (f.isCancelled()) {
-                        if (connectTimeout != null) {
-                            connectTimeout.cancel(false);
-                        }
-                        connectPromise = null;
-                        close(voidPromise());
-                    }
-                });
-                connecting.whenComplete((c, failure) -> post(new RdmaEvent.Connected(c, failure)));
             } catch (Throwable t) {
                 promise.tryFailure(annotateConnectException(t, remote));
                 closeIfClosed();
