@@ -10,14 +10,15 @@ import java.util.concurrent.Executor;
 import java.util.function.Consumer;
 
 /**
- * A channel's received messages, on its event loop. One {@code receive()} at a time is outstanding while fewer than
- * a read loop's worth of messages wait here; beyond that rdma4j keeps them, within its own per-connection bounds, and
- * stops reading from the peer, so a channel that does not read holds its peer back. A receive that completes at
- * once (rdma4j had the message queued) costs no hand-off between threads.
+ * A channel's received messages, on its event loop. One {@code receive()} is outstanding while no message waits here,
+ * so the loop learns of the next one; the others stay in rdma4j, counted against its per-connection and per-transport
+ * bounds, until a read loop takes them (a receive that completes at once costs no hand-off between threads). So a
+ * channel holds at most one message beyond rdma4j's bounds, and one that does not read stops rdma4j from reading its
+ * peer.
  */
 final class Inbox {
 
-    private static final int PREFETCH = 16;
+    private static final int PREFETCH = 1;
 
     private final Consumer<IoEvent> post;
     /** Completes receives on the channel's loop, straight from rdma4j's thread that has the message. */
