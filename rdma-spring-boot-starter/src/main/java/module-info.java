@@ -31,6 +31,13 @@ module io.rdma4j.spring.boot {
     requires static spring.kafka;
     requires static io.rdma4j.kafka;
     requires static kafka.clients;
+    // RdmaReactorNettyAutoConfiguration only: applications that turn Reactor Netty onto rdma4j bring these
+    requires static io.rdma4j.netty;
+    requires static reactor.netty.core;
+    requires static reactor.netty.http;
+    requires static io.netty.resolver;
+    requires static spring.boot.http.client;
+    requires static spring.web;
 
     exports io.rdma4j.spring.boot;
     exports io.rdma4j.spring.boot.autoconfigure;

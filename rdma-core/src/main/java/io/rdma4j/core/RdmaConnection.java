@@ -70,6 +70,36 @@ public interface RdmaConnection extends AutoCloseable {
     CompletableFuture<ByteBuffer> receive();
 
     /**
+     * {@link #receive()} whose future is completed by a task run on {@code executor}, for an application with event
+     * loops of its own (a Netty channel's): a message that arrives while the future waits goes from the provider's
+     * thread straight to {@code executor}, one hand-off instead of two. The provider's thread submits the task, so
+     * {@code executor.execute} must return at once (an event loop's queue, never a bounded pool); should it reject
+     * the task, the transport's completion threads complete the future. A message already queued completes it at once.
+     */
+    default CompletableFuture<ByteBuffer> receive(java.util.concurrent.Executor executor) {
+        CompletableFuture<ByteBuffer> next = receive();
+        if (next.isDone()) {
+            return next;
+        }
+        CompletableFuture<ByteBuffer> result = new CompletableFuture<>();
+        next.whenComplete((message, failure) -> {
+            Runnable complete = () -> {
+                if (failure == null) {
+                    result.complete(message);
+                } else {
+                    result.completeExceptionally(failure);
+                }
+            };
+            try {
+                executor.execute(complete);
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                complete.run();
+            }
+        });
+        return result;
+    }
+
+    /**
      * Sends a request of message {@code type} ({@link RequestTypes}) to the handler the peer's listener installed
      * for it ({@link RdmaTransport#listen(InetSocketAddress, RequestHandlers)}), and completes with the reply body.
      * Many requests may be in flight; replies are matched to requests whatever their order. {@code body} (at most

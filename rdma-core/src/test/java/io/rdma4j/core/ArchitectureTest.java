@@ -68,7 +68,8 @@ class ArchitectureTest {
     void integrationsUseOnlyTheExportedApi() throws IOException {
         List<Path> integrations = integrationModules();
         assertThat(integrations.stream().map(p -> REPOSITORY.relativize(p).toString()))
-                .contains("rdma-spark-shuffle", "rdma-kafka-transport", "rdma-spring-boot-starter", "samples/spark-demo");
+                .contains("rdma-spark-shuffle", "rdma-kafka-transport", "rdma-spring-boot-starter", "rdma-netty-transport",
+                        "samples/spark-demo", "samples/netty-demo");
         List<String> violations = new ArrayList<>();
         for (Path module : integrations) {
             List<Path> sources = javaSources(module.resolve("src/main/java"));

@@ -118,7 +118,12 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
 
     @Override
     public CompletableFuture<ByteBuffer> receive() {
-        return inbox.receive();
+        return inbox.receive(null);
+    }
+
+    @Override
+    public CompletableFuture<ByteBuffer> receive(java.util.concurrent.Executor executor) {
+        return inbox.receive(java.util.Objects.requireNonNull(executor, "executor"));
     }
 
     @Override
@@ -169,7 +174,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
     public void onClosed(Throwable cause) {
         RdmaException reason = cause instanceof RdmaException r ? r
                 : new ConnectionClosedException("connection to " + pc.remoteAddress() + " failed", cause);
-        List<CompletableFuture<ByteBuffer>> receivers;
+        List<MessageInbox.Waiter> receivers;
         List<PendingRequests.PendingRequest> unanswered;
         synchronized (closeLock) {
             if (closedCause == null) {

@@ -31,7 +31,7 @@ final class MessageInbox {
     /** Under the close lock: the connection closed, and what is left here no longer counts for the transport. */
     private boolean detached;
     private final ArrayDeque<ByteBuffer> messages = new ArrayDeque<>();
-    private final ArrayDeque<CompletableFuture<ByteBuffer>> waiters = new ArrayDeque<>();
+    private final ArrayDeque<Waiter> waiters = new ArrayDeque<>();
     /** What the queued messages count towards the provider's inbox bound. */
     private volatile long queuedBytes;
 
@@ -43,6 +43,11 @@ final class MessageInbox {
     }
 
     CompletableFuture<ByteBuffer> receive() {
+        return receive(null);
+    }
+
+    /** {@code executor}: where the future is completed when a message arrives later; null for the completion threads. */
+    CompletableFuture<ByteBuffer> receive(Executor executor) {
         synchronized (closeLock) {
             ByteBuffer next = messages.pollFirst();
             if (next != null) {
@@ -57,7 +62,7 @@ final class MessageInbox {
                 return CompletableFuture.failedFuture(closed);
             }
             CompletableFuture<ByteBuffer> waiter = new CompletableFuture<>();
-            waiters.addLast(waiter);
+            waiters.addLast(new Waiter(waiter, executor));
             return waiter;
         }
     }
@@ -67,7 +72,7 @@ final class MessageInbox {
      * {@value #MAX_UNRECEIVED_MESSAGES} messages are queued already, and the caller must close the connection.
      */
     boolean offer(ByteBuffer message) {
-        CompletableFuture<ByteBuffer> waiter;
+        Waiter waiter;
         synchronized (closeLock) {
             waiter = waiters.pollFirst();
             if (waiter == null) {
@@ -83,7 +88,7 @@ final class MessageInbox {
             }
         }
         ByteBuffer m = message.asReadOnlyBuffer();
-        completions.execute(() -> waiter.complete(m));
+        waiter.run(() -> waiter.future.complete(m), completions);
         return true;
     }
 
@@ -100,19 +105,34 @@ final class MessageInbox {
      * Under the close lock, once the connection is closed: the receivers to fail. Messages still queued stay
      * receivable, but no longer count towards the transport's total, which bounds what live peers may still send.
      */
-    List<CompletableFuture<ByteBuffer>> takeWaiters() {
+    List<Waiter> takeWaiters() {
         if (!detached) {
             detached = true;
             transportQueued.addAndGet(-queuedBytes);
         }
-        List<CompletableFuture<ByteBuffer>> taken = new ArrayList<>(waiters);
+        List<Waiter> taken = new ArrayList<>(waiters);
         waiters.clear();
         return taken;
     }
 
-    void fail(List<CompletableFuture<ByteBuffer>> receivers, RdmaException failure) {
-        for (CompletableFuture<ByteBuffer> w : receivers) {
-            completions.execute(() -> w.completeExceptionally(failure));
+    void fail(List<Waiter> receivers, RdmaException failure) {
+        for (Waiter w : receivers) {
+            w.run(() -> w.future.completeExceptionally(failure), completions);
+        }
+    }
+
+    /** A receiver and where its future is completed: its own executor, else (or if that refuses) the completion threads. */
+    record Waiter(CompletableFuture<ByteBuffer> future, Executor executor) {
+        void run(Runnable completion, Executor completions) {
+            if (executor != null) {
+                try {
+                    executor.execute(completion);
+                    return;
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                    // the application's executor is shutting down: complete as any receive
+                }
+            }
+            completions.execute(completion);
         }
     }
 }

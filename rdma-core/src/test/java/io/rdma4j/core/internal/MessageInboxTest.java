@@ -52,4 +52,28 @@ class MessageInboxTest {
         a.offer(ByteBuffer.allocate(4096));
         assertThat(transport.get()).as("nothing counted twice or taken back twice").isZero();
     }
+
+    @Test
+    void aReceiverWithAnExecutorIsCompletedThereAndFallsBackWhenItRefuses() {
+        java.util.List<String> ranOn = new java.util.ArrayList<>();
+        MessageInbox a = new MessageInbox(closeLock, closed::get, task -> {
+            ranOn.add("completions");
+            task.run();
+        }, transport);
+        java.util.concurrent.CompletableFuture<ByteBuffer> waiting = a.receive(task -> {
+            ranOn.add("own executor");
+            task.run();
+        });
+        assertThat(waiting).isNotDone();
+        a.offer(ByteBuffer.wrap(new byte[] {7}));
+        assertThat(waiting).isCompleted();
+        assertThat(waiting.join().get()).isEqualTo((byte) 7);
+
+        java.util.concurrent.CompletableFuture<ByteBuffer> refused = a.receive(task -> {
+            throw new java.util.concurrent.RejectedExecutionException("shutting down");
+        });
+        a.offer(ByteBuffer.wrap(new byte[] {8}));
+        assertThat(refused.join().get()).isEqualTo((byte) 8);
+        assertThat(ranOn).containsExactly("own executor", "completions");
+    }
 }

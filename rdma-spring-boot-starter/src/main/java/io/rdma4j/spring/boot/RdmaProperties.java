@@ -74,6 +74,8 @@ public class RdmaProperties {
     /** The listening endpoint peers connect to (needed to publish regions). */
     private final Endpoint endpoint = new Endpoint();
 
+    private final Netty netty = new Netty();
+
     /** The rdma-core config these properties describe. */
     public TransportConfig toTransportConfig() {
         TransportConfig.Builder b = TransportConfig.builder()
@@ -150,6 +152,7 @@ public class RdmaProperties {
     public void setOptions(Map<String, String> options) { this.options = options; }
     public Pool getPool() { return pool; }
     public Endpoint getEndpoint() { return endpoint; }
+    public Netty getNetty() { return netty; }
 
     /** Sizes of the registered buffer pool bean. */
     public static class Pool {
@@ -201,5 +204,19 @@ public class RdmaProperties {
         public void setAddress(String address) { this.address = address; }
         public int getPort() { return port; }
         public void setPort(int port) { this.port = port; }
+    }
+
+    /** Reactor Netty (WebFlux's server, WebClient) on rdma4j's Netty transport. */
+    public static class Netty {
+        /** Serve and connect Reactor Netty through the transport's channels (needs rdma-netty-transport and Reactor Netty). */
+        private boolean enabled = false;
+
+        /** Event loop threads for Reactor Netty's channels; 0 is Netty's default (twice the cores). */
+        private int eventLoopThreads = 0;
+
+        public boolean isEnabled() { return enabled; }
+        public void setEnabled(boolean enabled) { this.enabled = enabled; }
+        public int getEventLoopThreads() { return eventLoopThreads; }
+        public void setEventLoopThreads(int eventLoopThreads) { this.eventLoopThreads = eventLoopThreads; }
     }
 }

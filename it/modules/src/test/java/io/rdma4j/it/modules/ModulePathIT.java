@@ -110,6 +110,15 @@ class ModulePathIT {
     }
 
     @Test
+    void theNettyModuleEchoesOverRdmaChannels() throws Exception {
+        assertThat(AppModules.compile("rdma4j.netty.app").errors()).isEmpty();
+        Run run = AppModules.run(List.of(NATIVE_ACCESS, DENY), "rdma4j.netty.app", "rdma4j.netty.app/rdma4j.netty.app.Main");
+        assertThat(run.exitCode()).as(run.output()).isZero();
+        assertThat(run.output()).as(run.output()).contains("ECHO hello over io.rdma4j.netty.RdmaSocketChannel in"
+                + " io.rdma4j.netty, Netty in io.netty.transport");
+    }
+
+    @Test
     void theSpringBootStarterPublishesAndReadsARegion() throws Exception {
         assertThat(AppModules.compile("rdma4j.boot.app").errors()).isEmpty();
         // Spring's jars are automatic modules, which cannot require the named modules they use (commons-logging,

@@ -1,0 +1,70 @@
+package io.rdma4j.netty;
+
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.ConnectTimeoutException;
+import io.netty.util.concurrent.Future;
+import io.rdma4j.core.RdmaTransport;
+
+import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/**
+ * A connect in progress, on the channel's loop: rdma4j connects on its own threads and posts the outcome; Netty's
+ * {@code CONNECT_TIMEOUT_MILLIS} fails the promise first if it is shorter than rdma4j's connect-timeout, and the
+ * promise can be cancelled meanwhile (a connection that arrives after either is closed).
+ */
+final class PendingConnect {
+
+    private final InetSocketAddress remote;
+    private ChannelPromise promise;
+    private Future<?> timeout;
+
+    private PendingConnect(InetSocketAddress remote, ChannelPromise promise) {
+        this.remote = remote;
+        this.promise = promise;
+    }
+
+    /** Starts connecting; {@code close} closes the channel when the timeout or a cancel ends the attempt. */
+    static PendingConnect start(RdmaSocketChannel channel, RdmaTransport transport, InetSocketAddress remote,
+                                ChannelPromise promise, Runnable close, Consumer<RdmaEvent> post) {
+        var connecting = transport.connect(remote);
+        PendingConnect pending = new PendingConnect(remote, promise);
+        int timeoutMillis = channel.config().getConnectTimeoutMillis();
+        if (timeoutMillis > 0) {
+            pending.timeout = channel.eventLoop().schedule(() -> {
+                ChannelPromise p = pending.promise;
+                if (p != null && p.tryFailure(new ConnectTimeoutException(
+                        "connection timed out after " + timeoutMillis + " ms: " + remote))) {
+                    pending.promise = null;
+                    close.run();
+                }
+            }, timeoutMillis, TimeUnit.MILLISECONDS);
+        }
+        promise.addListener(f -> {
+            if (f.isCancelled()) {
+                pending.end();
+                close.run();
+            }
+        });
+        connecting.whenComplete((c, failure) -> post.accept(new RdmaEvent.Connected(c, failure)));
+        return pending;
+    }
+
+    /** The attempt is over: the promise still to complete, or null when the timeout or a cancel completed it. */
+    ChannelPromise end() {
+        if (timeout != null) {
+            timeout.cancel(false);
+            timeout = null;
+        }
+        ChannelPromise p = promise;
+        promise = null;
+        return p;
+    }
+
+    /** rdma4j's connect failed: the promise fails with what a socket's connect fails with. */
+    boolean fail(Throwable failure) {
+        ChannelPromise p = end();
+        return p != null && p.tryFailure(RdmaErrors.connectFailed(failure, remote));
+    }
+}

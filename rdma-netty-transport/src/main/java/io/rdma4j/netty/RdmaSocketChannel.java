@@ -1,0 +1,436 @@
+package io.rdma4j.netty;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.AbstractChannel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelMetadata;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.EventLoop;
+import io.netty.channel.FileRegion;
+import io.netty.channel.IoEvent;
+import io.netty.channel.IoEventLoop;
+import io.netty.channel.IoRegistration;
+import io.netty.channel.socket.ServerSocketChannel;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.util.internal.StringUtil;
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaTransport;
+
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.channels.AlreadyConnectedException;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ConnectionPendingException;
+import java.nio.channels.UnsupportedAddressTypeException;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A stream channel over one rdma4j connection, for event loops of {@link RdmaIoHandler}: Netty's
+ * {@code SocketChannel} with rdma4j's two-sided messages underneath. Written bytes go out as messages of up to
+ * max-message-size (small flushed buffers gathered into one); each received message is handed to the pipeline as
+ * one {@code ByteBuf}, without a copy. An empty message marks the end of a side's stream, so {@link #shutdownOutput()}
+ * is a half-close the peer sees as end of input, and a connection that closes without it is a reset.
+ * Options: {@link RdmaSocketChannelConfig}.
+ */
+@SuppressWarnings("this-escape") // a Netty channel hands itself to its config and pipeline while built, as Netty's own do
+public class RdmaSocketChannel extends AbstractChannel implements SocketChannel {
+
+    private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
+
+    private enum State { OPEN, CONNECTING, ACTIVE, CLOSED }
+
+    private final RdmaSocketChannelConfig config = new RdmaSocketChannelConfig(this);
+    private final Inbox inbox = new Inbox(this::post);
+    private final StreamReader reader = new StreamReader(this, inbox);
+    private final LoopLink link = new LoopLink(() -> !isOpen());
+    private volatile State state;
+    private volatile RdmaConnection connection;
+    private volatile boolean inputShutdown;
+    private volatile boolean outputShutdown;
+    // loop thread only
+    private int maxMessageSize;
+    private SendWindow window;
+    private PendingConnect pendingConnect;
+
+    /** A client channel, connected with {@code Bootstrap.connect}. */
+    public RdmaSocketChannel() {
+        super(null);
+        state = State.OPEN;
+    }
+
+    /** A channel of a connection {@code parent} accepted. */
+    RdmaSocketChannel(RdmaServerSocketChannel parent, RdmaConnection connection, RdmaTransport transport) {
+        super(parent);
+        start(connection, transport);
+    }
+
+    private void start(RdmaConnection connection, RdmaTransport transport) {
+        this.connection = connection;
+        this.maxMessageSize = transport.config().maxMessageSize();
+        int window = config.getSendBufferSize() > 0 ? config.getSendBufferSize() : 4 * maxMessageSize;
+        this.window = new SendWindow(window, transport.config().maxOutstandingOperations(), this::post);
+        state = State.ACTIVE;
+    }
+
+    @Override
+    public ServerSocketChannel parent() {
+        return (ServerSocketChannel) super.parent();
+    }
+
+    @Override
+    public ChannelMetadata metadata() {
+        return METADATA;
+    }
+
+    @Override
+    public RdmaSocketChannelConfig config() {
+        return config;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return state != State.CLOSED;
+    }
+
+    @Override
+    public boolean isActive() {
+        return state == State.ACTIVE;
+    }
+
+    @Override
+    public InetSocketAddress localAddress() {
+        return (InetSocketAddress) super.localAddress();
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return (InetSocketAddress) super.remoteAddress();
+    }
+
+    @Override
+    protected SocketAddress localAddress0() {
+        RdmaConnection c = connection;
+        return c == null ? null : c.localAddress();
+    }
+
+    @Override
+    protected SocketAddress remoteAddress0() {
+        RdmaConnection c = connection;
+        return c == null ? null : c.remoteAddress();
+    }
+
+    @Override
+    protected boolean isCompatible(EventLoop loop) {
+        return loop instanceof IoEventLoop l && l.isCompatible(RdmaUnsafe.class);
+    }
+
+    @Override
+    protected AbstractUnsafe newUnsafe() {
+        return new RdmaUnsafe();
+    }
+
+    // ---- registration and events ----
+
+    @Override
+    protected void doRegister(ChannelPromise promise) {
+        link.register((IoEventLoop) eventLoop(), (RdmaUnsafe) unsafe(), promise, () -> {
+            if (state == State.ACTIVE) {
+                inbox.pump(connection);
+            }
+        });
+    }
+
+    @Override
+    protected void doDeregister() {
+        link.deregister();
+    }
+
+    /** From any thread: hands {@code event} to the loop the channel is registered with. */
+    void post(IoEvent event) {
+        link.post(event);
+    }
+
+    private void handle(RdmaEvent event) {
+        switch (event) {
+            case RdmaEvent.Received r -> {
+                if (state == State.ACTIVE) {
+                    reader.received(r.message(), r.failure());
+                }
+            }
+            case RdmaEvent.Writable w -> {
+                if (state == State.ACTIVE) {
+                    ((RdmaUnsafe) unsafe()).flush0();
+                }
+            }
+            case RdmaEvent.SendFailed f -> {
+                if (state == State.ACTIVE && !outputShutdown) {
+                    ((RdmaUnsafe) unsafe()).writeFailed(RdmaErrors.sendFailed(f.failure()));
+                }
+            }
+            case RdmaEvent.Connected c -> connected(c.connection(), c.failure());
+            case RdmaEvent.ReadNow n -> reader.readNow();
+            case RdmaEvent.Accepted a -> a.discard();
+            case RdmaEvent.Run r -> r.task().run();
+        }
+    }
+
+    // ---- reading: StreamReader ----
+
+    @Override
+    protected void doBeginRead() {
+        if (state == State.ACTIVE) {
+            reader.beginRead();
+        }
+    }
+
+    void autoReadCleared() {
+        reader.autoReadCleared();
+    }
+
+    // ---- writing ----
+
+    @Override
+    protected Object filterOutboundMessage(Object msg) {
+        if (msg instanceof ByteBuf || msg instanceof FileRegion) {
+            return msg;
+        }
+        throw new UnsupportedOperationException("unsupported message type: " + StringUtil.simpleClassName(msg)
+                + " (expected: ByteBuf, FileRegion)");
+    }
+
+    @Override
+    protected void doWrite(ChannelOutboundBuffer in) throws Exception {
+        MessageWriter.write(in, connection, window, link.handler(), maxMessageSize);
+    }
+
+    @Override
+    protected void doShutdownOutput() {
+        if (!outputShutdown) {
+            outputShutdown = true;
+            if (state == State.ACTIVE) {
+                window.sendEnd(connection);
+            }
+        }
+    }
+
+    // ---- half-close ----
+
+    @Override
+    public boolean isInputShutdown() {
+        return inputShutdown || !isActive();
+    }
+
+    @Override
+    public boolean isOutputShutdown() {
+        return outputShutdown || !isActive();
+    }
+
+    @Override
+    public boolean isShutdown() {
+        return isInputShutdown() && isOutputShutdown();
+    }
+
+    @Override
+    public ChannelFuture shutdownOutput() {
+        return shutdownOutput(newPromise());
+    }
+
+    @Override
+    public ChannelFuture shutdownOutput(ChannelPromise promise) {
+        onLoop(() -> ((RdmaUnsafe) unsafe()).shutdownOutput(promise), promise);
+        return promise;
+    }
+
+    @Override
+    public ChannelFuture shutdownInput() {
+        return shutdownInput(newPromise());
+    }
+
+    @Override
+    public ChannelFuture shutdownInput(ChannelPromise promise) {
+        onLoop(() -> {
+            if (state != State.ACTIVE) {
+                promise.setFailure(new ClosedChannelException());
+                return;
+            }
+            inputShutdown = true;
+            inbox.dropMessages();
+            promise.setSuccess();
+        }, promise);
+        return promise;
+    }
+
+    @Override
+    public ChannelFuture shutdown() {
+        return shutdown(newPromise());
+    }
+
+    @Override
+    public ChannelFuture shutdown(ChannelPromise promise) {
+        shutdownOutput().addListener(output -> shutdownInput().addListener(input -> {
+            Throwable cause = output.cause() != null ? output.cause() : input.cause();
+            if (cause == null) {
+                promise.setSuccess();
+            } else {
+                promise.setFailure(cause);
+            }
+        }));
+        return promise;
+    }
+
+    private void onLoop(Runnable task, ChannelPromise promise) {
+        EventLoop loop = eventLoop();
+        if (loop.inEventLoop()) {
+            task.run();
+        } else {
+            try {
+                loop.execute(task);
+            } catch (RuntimeException e) {
+                promise.setFailure(e);
+            }
+        }
+    }
+
+    // ---- connect and close ----
+
+    RdmaConnection connection() {
+        return connection;
+    }
+
+    boolean inputShutdown() {
+        return inputShutdown;
+    }
+
+    void markInputShutdown() {
+        inputShutdown = true;
+    }
+
+    void closeNow() {
+        unsafe().close(unsafe().voidPromise());
+    }
+
+    private void connected(RdmaConnection c, Throwable failure) {
+        PendingConnect pending = pendingConnect;
+        pendingConnect = null;
+        if (failure != null) {
+            if (pending != null && pending.fail(failure)) {
+                closeNow();
+            }
+            return;
+        }
+        ChannelPromise promise = pending == null ? null : pending.end();
+        if (promise == null || state != State.CONNECTING) {
+            c.close(); // closed, timed out or cancelled meanwhile
+            return;
+        }
+        start(c, link.handler().transport());
+        boolean promiseSet = promise.trySuccess();
+        pipeline().fireChannelActive();
+        if (!promiseSet) {
+            closeNow();
+            return;
+        }
+        inbox.pump(c);
+    }
+
+    @Override
+    protected void doBind(SocketAddress localAddress) {
+        throw new UnsupportedOperationException("rdma4j chooses the local address of a connection; connect without one");
+    }
+
+    @Override
+    protected void doDisconnect() {
+        doClose();
+    }
+
+    @Override
+    protected void doClose() {
+        State old = state;
+        state = State.CLOSED;
+        ChannelPromise promise = pendingConnect == null ? null : pendingConnect.end();
+        if (promise != null) {
+            promise.tryFailure(new ClosedChannelException());
+        }
+        RdmaConnection c = connection;
+        if (c != null && old == State.ACTIVE) {
+            int linger = config.getSoLinger();
+            if (linger == 0) {
+                c.close(); // no end of stream: the peer sees a reset
+            } else {
+                if (!outputShutdown) {
+                    window.sendEnd(c);
+                }
+                window.closeWhenDrained(c);
+                if (linger > 0) {
+                    try {
+                        eventLoop().schedule(c::close, linger, TimeUnit.SECONDS);
+                    } catch (RuntimeException e) {
+                        c.close();
+                    }
+                }
+            }
+        }
+        inbox.dropMessages();
+        link.discardOrphans();
+    }
+
+    private final class RdmaUnsafe extends AbstractUnsafe implements RdmaIoHandle {
+
+        @Override
+        public void connect(SocketAddress remote, SocketAddress local, ChannelPromise promise) {
+            // not marked uncancellable: a connect in progress can be cancelled
+            if (promise.isDone() || !ensureOpen(promise)) {
+                return;
+            }
+            try {
+                if (pendingConnect != null) {
+                    throw new ConnectionPendingException();
+                }
+                if (state == State.ACTIVE) {
+                    throw new AlreadyConnectedException();
+                }
+                if (local != null) {
+                    throw new UnsupportedOperationException("rdma4j chooses the local address of a connection");
+                }
+                if (!(remote instanceof InetSocketAddress address)) {
+                    throw new UnsupportedAddressTypeException();
+                }
+                pendingConnect = PendingConnect.start(RdmaSocketChannel.this, link.handler().transport(), address,
+                        promise, () -> close(voidPromise()), RdmaSocketChannel.this::post);
+                state = State.CONNECTING;
+            } catch (Throwable t) {
+                promise.tryFailure(annotateConnectException(t, remote));
+                closeIfClosed();
+            }
+        }
+
+        @Override
+        protected void flush0() {
+            super.flush0();
+        }
+
+        void writeFailed(Throwable cause) {
+            handleWriteError(cause);
+        }
+
+        @Override
+        public void handle(IoRegistration registration, IoEvent event) {
+            handle((RdmaEvent) event);
+        }
+
+        private void handle(RdmaEvent event) {
+            RdmaSocketChannel.this.handle(event);
+        }
+
+        @Override
+        public void orphaned(IoEvent event) {
+            post(event);
+        }
+
+        @Override
+        public void close() {
+            close(voidPromise());
+        }
+    }
+}

@@ -1,0 +1,94 @@
+package io.rdma4j.netty;
+
+import io.rdma4j.core.RdmaConnection;
+
+import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+
+/**
+ * The sends a channel handed to rdma4j and that have not completed: what a socket's send buffer is to a TCP channel.
+ * The loop hands over messages while the window has room ({@code SO_SNDBUF} bytes, and fewer sends than rdma4j's
+ * max-outstanding-operations, so a send never waits for a slot on the loop); the rest waits in Netty's outbound
+ * buffer, which is what writability follows. Completions arrive on rdma4j's threads: they count down here and post
+ * to the loop only when the loop waits for room, or when a send failed.
+ */
+final class SendWindow {
+
+    private static final ByteBuffer FIN = ByteBuffer.allocate(0);
+
+    private final long maxBytes;
+    private final int maxSends;
+    private final Consumer<RdmaEvent> post;
+    private final AtomicLong bytes = new AtomicLong();
+    private final AtomicInteger sends = new AtomicInteger();
+    private final AtomicBoolean blocked = new AtomicBoolean();
+    private volatile RdmaConnection closeWhenDrained;
+
+    SendWindow(long maxBytes, int maxOutstandingOperations, Consumer<RdmaEvent> post) {
+        this.maxBytes = maxBytes;
+        // one slot stays free for the end-of-stream message
+        this.maxSends = Math.max(1, Math.min(64, maxOutstandingOperations - 1));
+        this.post = post;
+    }
+
+    boolean hasRoom() {
+        return bytes.get() < maxBytes && sends.get() < maxSends;
+    }
+
+    /**
+     * The loop found no room: a completion will post {@link RdmaEvent.Writable}. True when room appeared meanwhile,
+     * and the loop goes on writing itself.
+     */
+    boolean block() {
+        blocked.set(true);
+        if (hasRoom() && blocked.compareAndSet(true, false)) {
+            return true;
+        }
+        return false;
+    }
+
+    /** Sends {@code message} (copied before return) and counts it until it completes. */
+    CompletableFuture<Void> send(RdmaConnection connection, ByteBuffer message) {
+        int n = message.remaining();
+        bytes.addAndGet(n);
+        sends.incrementAndGet();
+        CompletableFuture<Void> sent = connection.send(message);
+        sent.whenComplete((v, failure) -> completed(n, failure));
+        return sent;
+    }
+
+    /** The end of this side's stream: an empty message, after everything sent before it. */
+    void sendEnd(RdmaConnection connection) {
+        send(connection, FIN.duplicate());
+    }
+
+    private void completed(int n, Throwable failure) {
+        bytes.addAndGet(-n);
+        int left = sends.decrementAndGet();
+        if (failure != null) {
+            post.accept(new RdmaEvent.SendFailed(failure));
+        } else if (blocked.get() && hasRoom() && blocked.compareAndSet(true, false)) {
+            post.accept(new RdmaEvent.Writable());
+        }
+        RdmaConnection c = closeWhenDrained;
+        if (left == 0 && c != null) {
+            c.close();
+        }
+    }
+
+    /** Closes {@code connection} once every send handed over has completed (rdma4j's operation timeout bounds that). */
+    void closeWhenDrained(RdmaConnection connection) {
+        closeWhenDrained = connection;
+        if (sends.get() == 0) {
+            connection.close();
+        }
+    }
+
+    static boolean isEnd(ByteBuffer message) {
+        return !message.hasRemaining();
+    }
+}

@@ -1,0 +1,308 @@
+package io.rdma4j.netty;
+
+import io.rdma4j.netty.leaks.NettyLeaks;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.ChannelOutputShutdownEvent;
+import io.netty.channel.socket.SocketChannel;
+import io.rdma4j.core.ProtectedModeException;
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaListener;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.TransportConfig;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.io.ByteArrayOutputStream;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.Random;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * What Netty's suite cannot check here: half-close against a peer that speaks rdma4j directly (the suite's own
+ * shutdown tests use plain sockets as the peer), large writes with back-pressure, rdma4j's protected mode and shared
+ * secret, and the options.
+ */
+class RdmaChannelTest {
+
+    private static final InetSocketAddress LOOPBACK = new InetSocketAddress("127.0.0.1", 0);
+
+    private static RdmaTransport serverTransport;
+    private static RdmaTransport clientTransport;
+    private static EventLoopGroup serverGroup;
+    private static EventLoopGroup clientGroup;
+
+    @BeforeAll
+    static void open() {
+        serverTransport = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
+        clientTransport = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
+        serverGroup = new MultiThreadIoEventLoopGroup(2, RdmaIoHandler.newFactory(serverTransport));
+        clientGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(clientTransport));
+    }
+
+    @AfterAll
+    static void close() throws InterruptedException {
+        clientGroup.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
+        serverGroup.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
+        clientTransport.close();
+        serverTransport.close();
+    }
+
+    @Test
+    void shutdownOutputEndsThePeersInputAndTheChannelStillReads() throws Exception {
+        BlockingQueue<ByteBuffer> atPeer = new LinkedBlockingQueue<>();
+        AtomicReference<RdmaConnection> peer = new AtomicReference<>();
+        CountDownLatch accepted = new CountDownLatch(1);
+        try (RdmaListener listener = serverTransport.listen(LOOPBACK, c -> {
+            peer.set(c);
+            accepted.countDown();
+        })) {
+            BlockingQueue<Object> atChannel = new LinkedBlockingQueue<>();
+            SocketChannel ch = (SocketChannel) new Bootstrap().group(clientGroup).channel(RdmaSocketChannel.class)
+                    .option(ChannelOption.ALLOW_HALF_CLOSURE, true)
+                    .handler(recorder(atChannel)).connect(listener.localAddress()).sync().channel();
+            assertThat(accepted.await(10, TimeUnit.SECONDS)).isTrue();
+            RdmaConnection p = peer.get();
+
+            ch.writeAndFlush(Unpooled.wrappedBuffer(new byte[] {1})).sync();
+            assertThat(p.receive().get(10, TimeUnit.SECONDS).get()).isEqualTo((byte) 1);
+            assertThat(ch.isOutputShutdown()).isFalse();
+
+            ch.shutdownOutput().sync();
+            assertThat(ch.isOutputShutdown()).isTrue();
+            assertThat(ch.isInputShutdown()).isFalse();
+            assertThat(ch.isActive()).isTrue();
+            assertThat(p.receive().get(10, TimeUnit.SECONDS).remaining()).as("the end of stream: an empty message").isZero();
+            assertThatThrownBy(() -> ch.writeAndFlush(Unpooled.wrappedBuffer(new byte[] {2})).sync())
+                    .isInstanceOf(java.nio.channels.ClosedChannelException.class);
+
+            assertThat(atChannel.poll(10, TimeUnit.SECONDS)).isEqualTo(ChannelOutputShutdownEvent.INSTANCE);
+            p.send(new byte[] {7, 8}).get(10, TimeUnit.SECONDS);
+            assertThat(atChannel.poll(10, TimeUnit.SECONDS)).isEqualTo("data:0708");
+            ch.close().sync();
+        }
+    }
+
+    @Test
+    void thePeersEndOfStreamShutsTheInputAndTheChannelStillWrites() throws Exception {
+        BlockingQueue<Object> atServer = new LinkedBlockingQueue<>();
+        Channel server = new ServerBootstrap().group(serverGroup).channel(RdmaServerSocketChannel.class)
+                .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
+                .childHandler(new ChannelInitializer<>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        ch.pipeline().addLast(recorder(atServer));
+                        ch.pipeline().addLast(new ChannelInboundHandlerAdapter() {
+                            @Override
+                            public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+                                if (evt == ChannelInputShutdownEvent.INSTANCE) {
+                                    ctx.writeAndFlush(Unpooled.wrappedBuffer(new byte[] {9}));
+                                }
+                            }
+                        });
+                    }
+                }).bind(LOOPBACK).sync().channel();
+        try (RdmaConnection peer = clientTransport.connect((InetSocketAddress) server.localAddress()).get(10, TimeUnit.SECONDS)) {
+            peer.send(new byte[] {1, 2, 3}).get(10, TimeUnit.SECONDS);
+            peer.send(new byte[0]).get(10, TimeUnit.SECONDS); // end of stream
+            assertThat(atServer.poll(10, TimeUnit.SECONDS)).isEqualTo("data:010203");
+            assertThat(atServer.poll(10, TimeUnit.SECONDS)).isEqualTo(ChannelInputShutdownEvent.INSTANCE);
+            assertThat(peer.receive().get(10, TimeUnit.SECONDS).get()).as("written after the input ended").isEqualTo((byte) 9);
+        } finally {
+            server.close().sync();
+        }
+    }
+
+    @Test
+    void aLargeWriteArrivesWholeAndAReaderThatStopsHoldsTheWriterBack() throws Exception {
+        byte[] data = new byte[8 << 20];
+        new Random(43).nextBytes(data);
+        AtomicReference<Channel> child = new AtomicReference<>();
+        CountDownLatch active = new CountDownLatch(1);
+        ByteArrayOutputStream received = new ByteArrayOutputStream();
+        CountDownLatch all = new CountDownLatch(1);
+        Channel server = new ServerBootstrap().group(serverGroup).channel(RdmaServerSocketChannel.class)
+                .childOption(ChannelOption.AUTO_READ, false)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        child.set(ctx.channel());
+                        active.countDown();
+                    }
+
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ByteBuf buf = (ByteBuf) msg;
+                        synchronized (received) {
+                            byte[] bytes = new byte[buf.readableBytes()];
+                            buf.readBytes(bytes);
+                            received.writeBytes(bytes);
+                            if (received.size() == data.length) {
+                                all.countDown();
+                            }
+                        }
+                        buf.release();
+                    }
+
+                    @Override
+                    public void channelReadComplete(ChannelHandlerContext ctx) {
+                        ctx.read();
+                    }
+                }).bind(LOOPBACK).sync().channel();
+        try {
+            Channel ch = new Bootstrap().group(clientGroup).channel(RdmaSocketChannel.class)
+                    .option(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(64 << 10, 256 << 10))
+                    .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
+            assertThat(active.await(10, TimeUnit.SECONDS)).isTrue();
+            ChannelFuture written = ch.writeAndFlush(Unpooled.wrappedBuffer(data));
+            // The reader reads nothing yet: rdma4j's bounds stop the data, the send window fills, the rest stays
+            // in the writer's outbound buffer and the channel turns unwritable.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (ch.isWritable() && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertThat(ch.isWritable()).as("writable while the peer reads nothing").isFalse();
+            assertThat(written.isDone()).isFalse();
+
+            child.get().read();
+            assertThat(all.await(30, TimeUnit.SECONDS)).isTrue();
+            assertThat(written.sync().isSuccess()).isTrue();
+            assertThat(ch.isWritable()).isTrue();
+            synchronized (received) {
+                assertThat(received.toByteArray()).isEqualTo(data);
+            }
+            ch.close().sync();
+        } finally {
+            server.close().sync();
+        }
+    }
+
+    @Test
+    void aServerChannelOffLoopbackNeedsAuthenticationAsRdma4jsListenersDo() {
+        ChannelFuture bound = new ServerBootstrap().group(serverGroup).channel(RdmaServerSocketChannel.class)
+                .childHandler(new ChannelInboundHandlerAdapter()).bind(new InetSocketAddress("0.0.0.0", 0)).awaitUninterruptibly();
+        assertThat(bound.cause()).isInstanceOf(ProtectedModeException.class)
+                .hasMessageContaining("rdma4j will not listen on").hasMessageContaining("shared-secret");
+        assertThat(bound.channel().closeFuture().awaitUninterruptibly(5, TimeUnit.SECONDS)).as("closed on failure").isTrue();
+    }
+
+    @Test
+    void peersWithoutTheServersSharedSecretAreRefused() throws Exception {
+        String secret = "a-secret-of-16-bytes-or-more";
+        try (RdmaTransport secured = RdmaTransport.open(TransportConfig.builder().provider("tcp").sharedSecret(secret).build());
+             RdmaTransport peer = RdmaTransport.open(TransportConfig.builder().provider("tcp").sharedSecret(secret).build())) {
+            EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(secured));
+            EventLoopGroup peerGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(peer));
+            try {
+                Channel server = new ServerBootstrap().group(group).channel(RdmaServerSocketChannel.class)
+                        .childHandler(new ChannelInboundHandlerAdapter() {
+                            @Override
+                            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                                ctx.writeAndFlush(msg);
+                            }
+                        }).bind(new InetSocketAddress("0.0.0.0", 0)).sync().channel();
+                int port = ((InetSocketAddress) server.localAddress()).getPort();
+                InetSocketAddress address = new InetSocketAddress("127.0.0.1", port);
+
+                ChannelFuture refused = new Bootstrap().group(clientGroup).channel(RdmaSocketChannel.class)
+                        .handler(new ChannelInboundHandlerAdapter()).connect(address).awaitUninterruptibly();
+                assertThat(refused.isSuccess()).as("a peer without the secret").isFalse();
+                assertThat(refused.cause()).hasMessageContaining("secret");
+
+                BlockingQueue<Object> echoed = new LinkedBlockingQueue<>();
+                Channel ch = new Bootstrap().group(peerGroup).channel(RdmaSocketChannel.class)
+                        .handler(recorder(echoed)).connect(address).sync().channel();
+                ch.writeAndFlush(Unpooled.wrappedBuffer(new byte[] {4, 2})).sync();
+                assertThat(echoed.poll(10, TimeUnit.SECONDS)).isEqualTo("data:0402");
+                ch.close().sync();
+                server.close().sync();
+            } finally {
+                peerGroup.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
+                group.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
+            }
+        }
+    }
+
+    @Test
+    void optionsThatApplyAreKeptAndSocketOnlyOnesAreAcceptedWithoutEffect() throws Exception {
+        RdmaSocketChannel ch = new RdmaSocketChannel();
+        RdmaSocketChannelConfig config = ch.config();
+        assertThat(config.setOption(ChannelOption.SO_SNDBUF, 1 << 20)).isTrue();
+        assertThat(config.getOption(ChannelOption.SO_SNDBUF)).isEqualTo(1 << 20);
+        assertThat(config.setOption(ChannelOption.SO_LINGER, 0)).isTrue();
+        assertThat(config.getSoLinger()).isZero();
+        assertThat(config.setOption(ChannelOption.ALLOW_HALF_CLOSURE, true)).isTrue();
+        assertThat(config.isAllowHalfClosure()).isTrue();
+        assertThat(config.setOption(ChannelOption.TCP_NODELAY, false)).isTrue();
+        assertThat(config.isTcpNoDelay()).as("rdma4j sends every message at once").isTrue();
+        assertThatThrownBy(() -> config.setSendBufferSize(-1)).isInstanceOf(IllegalArgumentException.class);
+        assertThat(config.getOptions()).containsKeys(ChannelOption.SO_SNDBUF, ChannelOption.SO_LINGER,
+                ChannelOption.ALLOW_HALF_CLOSURE, ChannelOption.AUTO_READ);
+
+        RdmaServerSocketChannelConfig server = new RdmaServerSocketChannel().config();
+        assertThat(server.setOption(ChannelOption.SO_BACKLOG, 7)).isTrue();
+        assertThat(server.getBacklog()).isEqualTo(7);
+        assertThatThrownBy(() -> server.setBacklog(0)).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void theLeakDetectorSeesALeakedBuffer() throws InterruptedException {
+        NettyLeaks.collect(); // what earlier classes left is theirs to report
+        leak();
+        assertThat(NettyLeaks.collect()).as("leaks reported for a buffer never released").isNotEmpty();
+    }
+
+    private static void leak() {
+        io.netty.buffer.PooledByteBufAllocator.DEFAULT.directBuffer(64).writeLong(1); // never released
+    }
+
+    @Test
+    void otherEventLoopsAreRefused() throws Exception {
+        EventLoopGroup nio = new MultiThreadIoEventLoopGroup(1, io.netty.channel.nio.NioIoHandler.newFactory());
+        try {
+            ChannelFuture registered = nio.register(new RdmaSocketChannel()).awaitUninterruptibly();
+            assertThat(registered.cause()).hasMessageContaining("incompatible event loop type");
+        } finally {
+            nio.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
+        }
+    }
+
+    /** Records what reaches the end of the pipeline: bytes as "data:hex", user events as they are. */
+    private static ChannelInboundHandlerAdapter recorder(BlockingQueue<Object> into) {
+        return new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                ByteBuf buf = (ByteBuf) msg;
+                into.add("data:" + io.netty.buffer.ByteBufUtil.hexDump(buf));
+                buf.release();
+            }
+
+            @Override
+            public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+                into.add(evt);
+                ctx.fireUserEventTriggered(evt);
+            }
+        };
+    }
+}
