@@ -63,7 +63,9 @@ final class PollMerge<K, V> {
             merged.put(tp, fromKafka.records(tp));
         }
         int budget = maxPollRecords - fromKafka.count();
-        for (TopicPartition tp : served.inTurn()) {
+        List<TopicPartition> turn = served.inTurn();
+        fetcher.connectAhead(turn);
+        for (TopicPartition tp : turn) {
             if (budget <= 0) {
                 break;
             }
@@ -97,8 +99,8 @@ final class PollMerge<K, V> {
                     }
                 }
                 case FetchResult.Fallback f -> {
-                    readLog.fellBack(tp, f.kind(), f.reason(), fallbackBackoff.toMillis());
-                    served.fellBack(tp, fallbackBackoff);
+                    readLog.fellBack(tp, f.kind(), f.reason(), fallbackBackoff.toMillis(), f.settled() != null);
+                    served.fellBack(tp, fallbackBackoff, f.settled());
                 }
             }
         }

@@ -22,9 +22,12 @@ import org.slf4j.LoggerFactory;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -91,6 +94,25 @@ final class RdmaFetcher implements AutoCloseable {
         return segments.exporterOf(tp);
     }
 
+    /**
+     * Starts setting up the connections to the exporters of {@code partitions} that are not ready, without waiting,
+     * and takes over those set up since: asked at each poll before its fetches wait for positions, so that a new
+     * consumer's connections are likely ready by then. Returns whether every one is ready to read.
+     */
+    boolean connectAhead(Collection<TopicPartition> partitions) {
+        Set<InetSocketAddress> exporters = new HashSet<>();
+        boolean ready = true;
+        for (TopicPartition tp : partitions) {
+            ExporterLocator.Target target = locator.locate(tp);
+            if (target == null) {
+                ready = false;
+            } else if (exporters.add(target.address())) {
+                ready &= connections.get(target.address()) != null;
+            }
+        }
+        return ready;
+    }
+
     /** Fetches up to {@code maxRecords} records of {@code tp} from {@code position}, reading at most about {@code maxBytes}. */
     <K, V> FetchResult fetch(TopicPartition tp, long position, int maxRecords, int maxBytes,
                              Deserializer<K> keys, Deserializer<V> values) {
@@ -119,8 +141,13 @@ final class RdmaFetcher implements AutoCloseable {
             }
             RdmaConnection c = target == null ? null : connections.get(target.address());
             if (c == null) {
-                return target == null ? giveUp(tp, FallbackReason.EXPORTER_UNREACHABLE, "no replica of " + tp + " is known")
-                        : giveUp(tp, connections.whyNot(target.address()), "exporter " + target.address() + " not usable");
+                if (target == null) {
+                    return giveUp(tp, FallbackReason.EXPORTER_UNREACHABLE, "no replica of " + tp + " is known");
+                }
+                FallbackReason why = connections.whyNot(target.address());
+                boolean connecting = why == FallbackReason.EXPORTER_CONNECTING;
+                return connecting ? giveUp(tp, why, connections.settingUp(target.address()), connections.settling(target.address()))
+                        : giveUp(tp, why, "exporter " + target.address() + " not usable");
             }
             try {
                 return fetchOnce(c, target, tp, position, maxRecords, maxBytes, keys, values);
@@ -222,9 +249,14 @@ final class RdmaFetcher implements AutoCloseable {
 
     /** RDMA cannot serve {@code tp} now: its state and exporter are chosen afresh once the fallback period is over. */
     private FetchResult.Fallback giveUp(TopicPartition tp, FallbackReason reason, String why) {
+        return giveUp(tp, reason, why, null);
+    }
+
+    /** As {@link #giveUp(TopicPartition, FallbackReason, String)}, for no longer than until {@code settled} completes. */
+    private FetchResult.Fallback giveUp(TopicPartition tp, FallbackReason reason, String why, CompletableFuture<?> settled) {
         segments.forget(tp);
         locator.forget(tp);
-        return new FetchResult.Fallback(reason, why);
+        return new FetchResult.Fallback(reason, why, settled);
     }
 
     /** Exporters keep naming another leader: Kafka's fetch serves (and refreshes the metadata) meanwhile. */

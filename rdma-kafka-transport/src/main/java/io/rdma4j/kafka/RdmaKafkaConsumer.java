@@ -47,6 +47,10 @@ import java.util.regex.Pattern;
  * (exporter unreachable, offset not exported or below the log start, corrupt batch) is handed back to the normal
  * fetch path, with one seek, for {@code rdma.fetch.fallback.backoff.ms}.
  *
+ * <p>poll() never waits for RDMA to be set up ({@link ExporterSetup}): until an exporter's connection is ready (with
+ * delegation tokens, the token created and proven) its partitions are fetched through Kafka, so a new consumer's first
+ * records come as soon as a KafkaConsumer's would; then RDMA takes each over where Kafka's fetch left it.
+ *
  * <p>{@code isolation.level=read_committed} is served by RDMA too: records stop at the last stable offset the
  * exporter publishes, and the aborted transactions of each range read are asked of the exporter (which reads the
  * segments' transaction indexes), so aborted and control batches are skipped exactly as {@code KafkaConsumer} skips them.

@@ -12,6 +12,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * Which assigned partitions RDMA serves now, with the internal consumer's pauses kept in step: the partitions RDMA
@@ -21,6 +22,13 @@ import java.util.Set;
  */
 final class ServedPartitions {
 
+    /** A fallback period: until a time, or until {@code settled} (completed by another thread) is done. */
+    private record Window(long untilNanos, CompletableFuture<?> settled) {
+        boolean open(long now) {
+            return untilNanos - now > 0 && (settled == null || !settled.isDone());
+        }
+    }
+
     private final Consumer<?, ?> delegate;
     /** Null when RDMA is off: then RDMA serves nothing. */
     private final RdmaFetcher fetcher;
@@ -28,7 +36,7 @@ final class ServedPartitions {
     private final RdmaReadLog readLog;
     private final RdmaFetchMetrics metrics;
     private final Set<TopicPartition> userPaused = new HashSet<>();
-    private final Map<TopicPartition, Long> fallbackUntilNanos = new HashMap<>();
+    private final Map<TopicPartition, Window> fallbacks = new HashMap<>();
     /** Which served partition the next poll fetches first. */
     private long rotation;
 
@@ -48,7 +56,7 @@ final class ServedPartitions {
     void sync() {
         Set<TopicPartition> assigned = delegate.assignment();
         userPaused.retainAll(assigned); // KafkaConsumer forgets the pause of a revoked partition too.
-        fallbackUntilNanos.keySet().retainAll(assigned);
+        fallbacks.keySet().retainAll(assigned);
         positions.retain(assigned);
         readLog.retain(assigned, "it is no longer assigned to this consumer");
         metrics.retainPartitions(assigned);
@@ -85,7 +93,15 @@ final class ServedPartitions {
 
     /** RDMA cannot serve {@code tp} now: Kafka's fetch serves it for {@code backoff}. */
     void fellBack(TopicPartition tp, Duration backoff) {
-        fallbackUntilNanos.put(tp, System.nanoTime() + backoff.toNanos());
+        fellBack(tp, backoff, null);
+    }
+
+    /**
+     * RDMA cannot serve {@code tp} now: Kafka's fetch serves it for {@code backoff}, or until {@code settled} (when not
+     * null) completes, whichever comes first. RDMA then takes over at the position Kafka's fetch reached.
+     */
+    void fellBack(TopicPartition tp, Duration backoff, CompletableFuture<?> settled) {
+        fallbacks.put(tp, new Window(System.nanoTime() + backoff.toNanos(), settled));
     }
 
     /** As {@code KafkaConsumer.pause}, which validates the assignment. */
@@ -114,8 +130,8 @@ final class ServedPartitions {
         }
         long now = System.nanoTime();
         for (TopicPartition tp : delegate.assignment()) {
-            Long until = fallbackUntilNanos.get(tp);
-            if (until != null && until - now > 0) {
+            Window w = fallbacks.get(tp);
+            if (w != null && w.open(now)) {
                 continue;
             }
             if (!userPaused.contains(tp)) {

@@ -59,7 +59,8 @@ class ExporterJarIT {
                 // After the start, as in production: the exporter follows a live log.
                 KafkaFixtures.createTopic(cluster.bootstrap(), TOPIC, 2);
                 KafkaFixtures.produceKeyed(cluster.bootstrap(), TOPIC, RECORDS);
-                Map<String, Object> props = new HashMap<>(Map.of("bootstrap.servers", cluster.bootstrap(),
+                // Kafka's fetch holds its answer while a new consumer connects: every record is RDMA's.
+                Map<String, Object> props = FetchFigures.kafkaHolds(Map.of("bootstrap.servers", cluster.bootstrap(),
                         "enable.auto.commit", "false",
                         "rdma.fetch.enabled", "true",
                         "rdma.exporter.address", "127.0.0.1:" + port,

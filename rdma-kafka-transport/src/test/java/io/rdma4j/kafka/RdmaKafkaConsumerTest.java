@@ -84,8 +84,9 @@ public class RdmaKafkaConsumerTest {
         // Keepalives 15 times as often as the limit: a loaded 2-core CI machine stalls a poll loop for hundreds of ms.
         props.put(ExporterConfig.CONNECTIONS_MAX_IDLE, "1500");
         try (LogExporter shortIdle = LogExporter.start(ExporterConfig.fromProperties(props));
-             Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", address(shortIdle.address()),
-                     RdmaConsumerConfig.KEEPALIVE, "100"))) {
+             // Kafka's fetch holds its answer: the records after the reconnect are RDMA's too.
+             Consumer<String, String> c = rdmaConsumer(FetchFigures.kafkaHolds(Map.of("rdma.exporter.address",
+                     address(shortIdle.address()), RdmaConsumerConfig.KEEPALIVE, "100")))) {
             c.assign(List.of(tp));
             assertThat(pollUntil(c, 300)).hasSize(300);
             long busyUntil = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(3000);
@@ -102,10 +103,13 @@ public class RdmaKafkaConsumerTest {
             produce(topic, 100, 100, Map.of());
             assertThat(pollUntil(c, 100)).hasSize(100);
             assertThat(KafkaFixtures.rdmaRecords(c) - rdmaBefore).as("read by RDMA again").isPositive();
-            assertThat(c.metrics().entrySet().stream().filter(e -> e.getKey().name().equals("exporter-reconnects-total"))
-                    .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue()).sum()).as("the reconnect counted")
-                    .isEqualTo(1.0);
+            assertThat(reconnects(c)).as("the reconnect counted").isEqualTo(1.0);
         }
+    }
+
+    private static double reconnects(Consumer<?, ?> c) {
+        return c.metrics().entrySet().stream().filter(e -> e.getKey().name().equals("exporter-reconnects-total"))
+                .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue()).sum();
     }
 
     @ParameterizedTest
@@ -133,7 +137,7 @@ public class RdmaKafkaConsumerTest {
             Map<String, Object> extra = new HashMap<>(small);
             extra.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
             extra.put("rdma.fetch.decode.ahead", decodeAhead);
-            try (Consumer<String, String> c = rdmaConsumer(extra)) {
+            try (Consumer<String, String> c = rdmaOnly(extra)) {
                 List<Seen> got = readAll(c, topic, 2, 3000);
                 assertThat(got).as(isolation).isEqualTo(plain);
                 assertEveryRecordByRdma(c, got, "small fetches, decode ahead " + decodeAhead + ", " + isolation);
@@ -149,7 +153,7 @@ public class RdmaKafkaConsumerTest {
         Map<String, Object> bounded = Map.of(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "8192",
                 ConsumerConfig.FETCH_MAX_BYTES_CONFIG, "20000", ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "15");
         List<Seen> plain = consume(plainConsumer(bounded), topic, 4, 4000);
-        try (Consumer<String, String> c = rdmaConsumer(bounded)) {
+        try (Consumer<String, String> c = rdmaOnly(bounded)) {
             RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
             java.util.concurrent.atomic.AtomicLong most = new java.util.concurrent.atomic.AtomicLong();
             List<Seen> got = readAll(c, topic, 4, 4000, () -> {
@@ -305,7 +309,7 @@ public class RdmaKafkaConsumerTest {
         Map<String, Object> uncommitted = Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
         List<Seen> plainUncommitted = consume(plainConsumer(uncommitted), topic, partitions, all);
         long asked = exporter.abortedTransactionRequests();
-        try (Consumer<String, String> c = rdmaConsumer(uncommitted)) {
+        try (Consumer<String, String> c = rdmaOnly(uncommitted)) {
             assertThat(readAll(c, topic, partitions, all)).isEqualTo(plainUncommitted);
             assertEveryRecordByRdma(c, plainUncommitted, "transactional topic, read_uncommitted");
         }
@@ -314,7 +318,7 @@ public class RdmaKafkaConsumerTest {
 
         Map<String, Object> readCommitted = Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         List<Seen> plainCommitted = consume(plainConsumer(readCommitted), topic, partitions, committed);
-        try (Consumer<String, String> c = rdmaConsumer(readCommitted)) {
+        try (Consumer<String, String> c = rdmaOnly(readCommitted)) {
             assertThat(readAll(c, topic, partitions, committed)).isEqualTo(plainCommitted);
             assertEveryRecordByRdma(c, plainCommitted, "transactional topic, read_committed");
         }
@@ -358,7 +362,7 @@ public class RdmaKafkaConsumerTest {
         Map<String, Object> readCommitted = Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         try (Producer<String, String> open = new KafkaProducer<>(producerProps(Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "open-" + topic)));
              Consumer<String, String> plain = plainConsumer(readCommitted);
-             Consumer<String, String> c = rdmaConsumer(readCommitted)) {
+             Consumer<String, String> c = rdmaOnly(readCommitted)) {
             open.initTransactions();
             open.beginTransaction();
             for (int i = 0; i < 30; i++) {
@@ -415,7 +419,7 @@ public class RdmaKafkaConsumerTest {
         try (Consumer<String, String> c = rdmaConsumer(poisoned)) {
             List<Seen> got = consumeAcrossPoison(c, tp);
             assertThat(got).isEqualTo(plain);
-            assertThat(KafkaFixtures.rdmaRecords(c)).as("records came by RDMA").isEqualTo(299);
+            KafkaFixtures.assertReadByRdma(c, 299, "records up to and after the poison record");
         }
         assertThat(plain).hasSize(299);
     }
@@ -537,6 +541,69 @@ public class RdmaKafkaConsumerTest {
     }
 
     @Test
+    void aNewConsumerReadsThroughKafkaWhileItsExporterIsSlowToAcceptThenByRdmaFromWhereKafkaLeftOff() throws Exception {
+        String topic = topic(2, Map.of());
+        produce(topic, 3000, 100, Map.of());
+        List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+        // The connect timeout is far beyond the deadlines below: a poll that waited for the connection would miss them.
+        try (HeldExporter held = new HeldExporter(exporter.address());
+             Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", held.address(), "rdma.connect-timeout", "90s",
+                     ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100"))) {
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            FetchFigures.Paths paths = new FetchFigures.Paths(c);
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (paths.records() == 0) {
+                assertThat(System.nanoTime()).as("records through Kafka within 30 s while the exporter holds the connection")
+                        .isLessThan(deadline);
+                paths.poll(Duration.ofMillis(100));
+            }
+            assertThat(held.accepted()).as("connections the consumer opened to the exporter meanwhile").isPositive();
+            assertThat(KafkaFixtures.rdmaRecords(c)).as("records by RDMA before the exporter took the connection").isZero();
+            assertThat(FetchFigures.fallbacks(c)).containsOnlyKeys("exporter-connecting");
+
+            held.release();
+            // Not polled meanwhile: Kafka's fetch already holds most of the records and would return them faster than
+            // the connection is made; once it is, RDMA takes each partition over at its position.
+            FetchFigures.await(() -> FetchFigures.connections(c) > 0, "the connection to the exporter");
+            deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (paths.records() < 3000) {
+                assertThat(System.nanoTime()).as("3000 records within 60 s, %d so far", paths.records()).isLessThan(deadline);
+                paths.poll(Duration.ofMillis(100));
+            }
+            assertThat(paths.poll(Duration.ofMillis(300))).as("records beyond the end").isZero();
+            paths.assertKafkaThenRdma(c.endOffsets(tps));
+            long byKafka = 3000 - KafkaFixtures.rdmaRecords(c);
+            System.out.printf("exporter slow to accept: %d records through Kafka, then %d by RDMA; polls per partition %s%n",
+                    byKafka, KafkaFixtures.rdmaRecords(c), paths.order());
+            assertThat(FetchFigures.fallbacks(c)).as("no other fallback").containsOnlyKeys("exporter-connecting");
+            assertThat(c.position(tps.get(0)) + c.position(tps.get(1))).isEqualTo(3000);
+        }
+    }
+
+    @Test
+    void aConsumerClosesAtOnceWhileItsExporterConnectionIsStillBeingSetUp() throws Exception {
+        String topic = topic(1, Map.of());
+        produce(topic, 100, 100, Map.of());
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (HeldExporter held = new HeldExporter(exporter.address())) {
+            Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", held.address(), "rdma.connect-timeout", "90s"));
+            try {
+                c.assign(List.of(tp));
+                List<Seen> got = pollUntil(c, 100);
+                assertThat(got).as("through Kafka, the exporter holding the connection").hasSize(100);
+                assertThat(held.accepted()).isPositive();
+                assertThat(KafkaFixtures.rdmaRecords(c)).isZero();
+            } finally {
+                long start = System.nanoTime();
+                c.close();
+                assertThat(Duration.ofNanos(System.nanoTime() - start)).as("close, with the connect under way for up to 90 s")
+                        .isLessThan(Duration.ofSeconds(20));
+            }
+        }
+    }
+
+    @Test
     void interceptorsSeeEveryRecordAndCommit() throws Exception {
         String topic = topic(1, Map.of());
         produce(topic, 300, 50, Map.of());
@@ -582,7 +649,7 @@ public class RdmaKafkaConsumerTest {
         TopicPartition p1 = new TopicPartition(topic, 1);
         Map<TopicPartition, Long> ends = new HashMap<>();
         String log = RdmaFetchMetricsTest.capturingStandardError(() -> {
-            try (Consumer<String, String> c = rdmaConsumer(autoCommit)) {
+            try (Consumer<String, String> c = rdmaOnly(autoCommit)) {
                 c.subscribe(List.of(topic));
                 List<Seen> got = pollUntil(c, 4000);
                 assertEveryRecordByRdma(c, got, "auto-commit");
@@ -804,11 +871,11 @@ public class RdmaKafkaConsumerTest {
         long firstPass = cleanedUpTo(tp);
         assertThat(firstPass).as("the cleaner's first pass cleaned the log up to").isPositive();
         // A fresh RDMA consumer over the compacted log (offset gaps, thinned batches) equals the plain consumer.
-        try (Consumer<String, String> c = rdmaConsumer(Map.of())) {
+        try (Consumer<String, String> c = rdmaOnly(Map.of())) {
             assertThat(readAll(c, topic, 1, compacted.size())).isEqualTo(compacted);
             assertEveryRecordByRdma(c, compacted, "compacted topic after a cleaner pass, new consumer");
         }
-        try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+        try (Consumer<String, String> c = rdmaOnly(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
             assertThat(readAll(c, topic, 1, compacted.size())).isEqualTo(compacted);
             assertEveryRecordByRdma(c, compacted, "compacted topic after a cleaner pass, new read_committed consumer");
         }
@@ -831,7 +898,7 @@ public class RdmaKafkaConsumerTest {
             got.addAll(pollUntil(c, expectedRest.size()));
             assertThat(got.subList(readBefore, got.size())).as("after compaction the RDMA consumer sees the compacted log")
                     .isEqualTo(expectedRest);
-            assertEveryRecordByRdma(c, got, "compacted topic, consumer reading across a second cleaner pass");
+            assertByRdmaButWhileConnecting(c, got, "compacted topic, consumer reading across a second cleaner pass");
         }
     }
 
@@ -893,7 +960,7 @@ public class RdmaKafkaConsumerTest {
             System.out.println("cleaner passes ended at offsets " + passes + "; " + got.size() + " records read across "
                     + gaps + " offset gaps; " + (tombstones - tombstonesLeft) + " of " + tombstones + " tombstones deleted; "
                     + compacted.size() + " records in the compacted log");
-            assertEveryRecordByRdma(c, got, "compacted topic, consumer polling while the cleaner runs");
+            assertByRdmaButWhileConnecting(c, got, "compacted topic, consumer polling while the cleaner runs");
         }
     }
 
@@ -1015,7 +1082,7 @@ public class RdmaKafkaConsumerTest {
     /** {@code kind} names the topic's kind in the printed per-partition counts. */
     private void assertSameAsPlain(String kind, String topic, int partitions, int expected, Map<String, Object> extra) {
         List<Seen> plain = consume(plainConsumer(extra), topic, partitions, expected);
-        try (Consumer<String, String> c = rdmaConsumer(extra)) {
+        try (Consumer<String, String> c = rdmaOnly(extra)) {
             List<Seen> got = readAll(c, topic, partitions, expected);
             assertThat(got).hasSize(plain.size()).isEqualTo(plain);
             assertEveryRecordByRdma(c, got, kind + ", " + extra.getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted"));
@@ -1060,29 +1127,39 @@ public class RdmaKafkaConsumerTest {
      * of that partition in {@code got}, and so does its total. Prints the counts under {@code label}.
      */
     static void assertEveryRecordByRdma(Consumer<String, String> c, List<Seen> got, String label) {
+        assertByRdma(c, got, label, false);
+    }
+
+    /**
+     * As {@link #assertEveryRecordByRdma}, but for the records Kafka's fetch returned while the consumer's exporter
+     * connection was set up, or set up again after the exporter closed it (a replaced segment): it does not wait.
+     */
+    static void assertByRdmaButWhileConnecting(Consumer<String, String> c, List<Seen> got, String label) {
+        assertByRdma(c, got, label, true);
+    }
+
+    private static void assertByRdma(Consumer<String, String> c, List<Seen> got, String label, boolean butWhileConnecting) {
         Map<Integer, Long> perPartition = new java.util.TreeMap<>();
         got.forEach(s -> perPartition.merge(s.partition(), 1L, Long::sum));
         String topic = c.assignment().iterator().next().topic();
+        boolean connecting = butWhileConnecting && FetchFigures.fallbacks(c).containsKey("exporter-connecting");
         StringBuilder line = new StringBuilder("RDMA records, " + label + ":");
         for (var e : perPartition.entrySet()) {
-            double rdma = partitionRdmaRecords(c, new TopicPartition(topic, e.getKey()));
+            double rdma = FetchFigures.rdmaRecords(c, new TopicPartition(topic, e.getKey()));
             line.append(" partition ").append(e.getKey()).append(' ').append((long) rdma).append('/').append(e.getValue());
-            assertThat(rdma).as("records-rdma-total of partition %d (%s)", e.getKey(), label).isEqualTo((double) e.getValue());
+            if (!connecting) {
+                assertThat(rdma).as("records-rdma-total of partition %d (%s)", e.getKey(), label).isEqualTo((double) e.getValue());
+            }
         }
         long total = KafkaFixtures.rdmaRecords(c);
-        System.out.println(line.append("; total ").append(total).append(" by RDMA of ").append(got.size()));
-        assertThat(total).as("records by RDMA (%s)", label).isEqualTo(got.size());
+        System.out.println(line.append("; total ").append(total).append(" by RDMA of ").append(got.size())
+                .append(connecting ? " (the rest through Kafka while the exporter connection was set up)" : ""));
+        if (connecting) {
+            KafkaFixtures.assertReadByRdma(c, got.size(), label);
+        } else {
+            assertThat(total).as("records by RDMA (%s)", label).isEqualTo(got.size());
+        }
         assertRdmaRead(c);
-    }
-
-    /** The consumer's {@code records-rdma-total} of {@code tp} in {@value RdmaFetchMetrics#GROUP}. */
-    static double partitionRdmaRecords(Consumer<String, String> c, TopicPartition tp) {
-        return c.metrics().entrySet().stream()
-                .filter(e -> e.getKey().group().equals(RdmaFetchMetrics.GROUP) && e.getKey().name().equals("records-rdma-total")
-                        && tp.topic().equals(e.getKey().tags().get("topic"))
-                        && String.valueOf(tp.partition()).equals(e.getKey().tags().get("partition")))
-                .map(e -> ((Number) e.getValue().metricValue()).doubleValue())
-                .findFirst().orElseThrow(() -> new AssertionError("no records-rdma-total for " + tp));
     }
 
     /** Polls until at least {@code count} records came (the topic holds more); returns them all. */
@@ -1158,6 +1235,14 @@ public class RdmaKafkaConsumerTest {
 
     private Consumer<String, String> plainConsumer(Map<String, Object> extra) {
         return new KafkaConsumer<>(consumerProps(extra));
+    }
+
+    /**
+     * An RDMA consumer whose records all come by RDMA: Kafka's fetch holds its answer while the exporter connection is
+     * set up ({@link FetchFigures#kafkaHolds}), so that the test covers the RDMA path for every record.
+     */
+    private Consumer<String, String> rdmaOnly(Map<String, Object> extra) {
+        return rdmaConsumer(FetchFigures.kafkaHolds(extra));
     }
 
     private Consumer<String, String> rdmaConsumer(Map<String, Object> extra) {
