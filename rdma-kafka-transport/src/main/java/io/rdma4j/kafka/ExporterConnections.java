@@ -4,12 +4,14 @@ import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RequestTypes;
 import io.rdma4j.kafka.protocol.ExporterAuthentication;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.security.token.delegation.DelegationToken;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -69,6 +71,8 @@ final class ExporterConnections implements AutoCloseable {
     private final Map<InetSocketAddress, Long> proofRetryAtNanos = new HashMap<>();
     /** Exporters whose answer to a proof did not say they check ACLs (until the connection to them is dropped). */
     private final Set<InetSocketAddress> unchecked = new HashSet<>();
+    /** Per exporter, a partition of each topic read from it: the exporter decides on these topics as a token is proven. */
+    private final Map<InetSocketAddress, Map<String, TopicPartition>> readingFrom = new HashMap<>();
     /** The token's creation or replacement, and the expiry of a replaced one, under way (or done, or null). */
     private CompletableFuture<Void> renewal;
     private CompletableFuture<Void> expiring;
@@ -90,7 +94,14 @@ final class ExporterConnections implements AutoCloseable {
      * ({@link #whyNot}). Starts what is missing (a connect, a proof) without waiting for it.
      */
     RdmaConnection get(InetSocketAddress exporter) {
+        return get(exporter, List.of());
+    }
+
+    /** As {@link #get(InetSocketAddress)}; {@code reading}: partitions to be read from {@code exporter}. */
+    RdmaConnection get(InetSocketAddress exporter, Collection<TopicPartition> reading) {
         long now = System.nanoTime();
+        Map<String, TopicPartition> topics = readingFrom.computeIfAbsent(exporter, e -> new HashMap<>());
+        reading.forEach(tp -> topics.putIfAbsent(tp.topic(), tp));
         closeIdle(exporter, now);
         lastUsedNanos.put(exporter, now);
         takeOver(exporter);
@@ -104,12 +115,12 @@ final class ExporterConnections implements AutoCloseable {
             if (pending.containsKey(exporter) || retryAt != null && now - retryAt < 0) {
                 return null;
             }
-            pending.put(exporter, setup.connect(exporter));
+            pending.put(exporter, setup.connect(exporter, List.copyOf(topics.values())));
             takeOver(exporter); // A connect that failed at once.
             return null;
         }
         keepAlive(exporter, c, now);
-        return credentials == null || proven(exporter, c, now) ? c : null;
+        return credentials == null || proven(exporter, c, now, topics.values()) ? c : null;
     }
 
     /** What is under way for {@code exporter}, in words. */
@@ -126,7 +137,7 @@ final class ExporterConnections implements AutoCloseable {
      * Whether {@code c} may be read with the token it proved; starts proving the latest token where it has not (a new
      * token, or a refused proof whose backoff is over), and replacing the token where due.
      */
-    private boolean proven(InetSocketAddress exporter, RdmaConnection c, long now) {
+    private boolean proven(InetSocketAddress exporter, RdmaConnection c, long now, Collection<TopicPartition> reading) {
         if (credentials.due() && (renewal == null || renewal.isDone())) {
             renewal = setup.renew();
         }
@@ -134,7 +145,7 @@ final class ExporterConnections implements AutoCloseable {
         Long retryAt = proofRetryAtNanos.get(exporter);
         boolean again = retryAt != null ? now - retryAt >= 0 : p != credentials.latest();
         if (again && !pending.containsKey(exporter)) {
-            pending.put(exporter, setup.prove(c));
+            pending.put(exporter, setup.prove(c, List.copyOf(reading)));
         }
         expireUnheld();
         return p != null && credentials.usable(p) && !unchecked.contains(exporter);
@@ -243,6 +254,7 @@ final class ExporterConnections implements AutoCloseable {
                         exporter, timing.maxIdle().toMillis());
                 drop(exporter);
                 lastUsedNanos.remove(exporter);
+                readingFrom.remove(exporter);
             }
         }
     }

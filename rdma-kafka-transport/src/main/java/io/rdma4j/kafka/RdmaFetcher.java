@@ -22,9 +22,11 @@ import org.slf4j.LoggerFactory;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -96,21 +98,38 @@ final class RdmaFetcher implements AutoCloseable {
 
     /**
      * Starts setting up the connections to the exporters of {@code partitions} that are not ready, without waiting,
-     * and takes over those set up since: asked at each poll before its fetches wait for positions, so that a new
-     * consumer's connections are likely ready by then. Returns whether every one is ready to read.
+     * and takes over those set up since: asked at each poll before its fetches, so that all of a new consumer's
+     * exporters are connected to at once. Returns whether every one is ready to read.
      */
     boolean connectAhead(Collection<TopicPartition> partitions) {
-        Set<InetSocketAddress> exporters = new HashSet<>();
+        Map<InetSocketAddress, List<TopicPartition>> byExporter = new HashMap<>();
         boolean ready = true;
         for (TopicPartition tp : partitions) {
             ExporterLocator.Target target = locator.locate(tp);
             if (target == null) {
                 ready = false;
-            } else if (exporters.add(target.address())) {
-                ready &= connections.get(target.address()) != null;
+            } else {
+                byExporter.computeIfAbsent(target.address(), a -> new ArrayList<>()).add(tp);
             }
         }
+        for (var e : byExporter.entrySet()) {
+            ready &= connections.get(e.getKey(), e.getValue()) != null;
+        }
         return ready;
+    }
+
+    /**
+     * Why RDMA cannot serve {@code tp} now, known without its position (no replica known, or its exporter's connection
+     * not ready: being set up, unreachable, unauthorized), counted; null when it may be fetched.
+     */
+    FetchResult.Fallback notReady(TopicPartition tp) {
+        ExporterLocator.Target target = locator.locate(tp);
+        FetchResult.Fallback f = target == null ? giveUp(tp, FallbackReason.EXPORTER_UNREACHABLE, "no replica of " + tp + " is known")
+                : connections.get(target.address(), List.of(tp)) == null ? unusable(tp, target) : null;
+        if (f != null) {
+            metrics.fallback(f.kind());
+        }
+        return f;
     }
 
     /** Fetches up to {@code maxRecords} records of {@code tp} from {@code position}, reading at most about {@code maxBytes}. */
@@ -139,15 +158,10 @@ final class RdmaFetcher implements AutoCloseable {
             if (held != null && (target == null || !held.equals(target.address()))) {
                 segments.forget(tp); // Its descriptors name another exporter's regions.
             }
-            RdmaConnection c = target == null ? null : connections.get(target.address());
+            RdmaConnection c = target == null ? null : connections.get(target.address(), List.of(tp));
             if (c == null) {
-                if (target == null) {
-                    return giveUp(tp, FallbackReason.EXPORTER_UNREACHABLE, "no replica of " + tp + " is known");
-                }
-                FallbackReason why = connections.whyNot(target.address());
-                boolean connecting = why == FallbackReason.EXPORTER_CONNECTING;
-                return connecting ? giveUp(tp, why, connections.settingUp(target.address()), connections.settling(target.address()))
-                        : giveUp(tp, why, "exporter " + target.address() + " not usable");
+                return target == null ? giveUp(tp, FallbackReason.EXPORTER_UNREACHABLE, "no replica of " + tp + " is known")
+                        : unusable(tp, target);
             }
             try {
                 return fetchOnce(c, target, tp, position, maxRecords, maxBytes, keys, values);
@@ -257,6 +271,14 @@ final class RdmaFetcher implements AutoCloseable {
         segments.forget(tp);
         locator.forget(tp);
         return new FetchResult.Fallback(reason, why, settled);
+    }
+
+    /** {@code tp}'s exporter has no connection ready to read: until it is set up, or for the fallback period. */
+    private FetchResult.Fallback unusable(TopicPartition tp, ExporterLocator.Target target) {
+        FallbackReason why = connections.whyNot(target.address());
+        return why == FallbackReason.EXPORTER_CONNECTING
+                ? giveUp(tp, why, connections.settingUp(target.address()), connections.settling(target.address()))
+                : giveUp(tp, why, "exporter " + target.address() + " not usable");
     }
 
     /** Exporters keep naming another leader: Kafka's fetch serves (and refreshes the metadata) meanwhile. */

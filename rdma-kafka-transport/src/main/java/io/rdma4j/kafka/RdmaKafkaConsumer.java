@@ -123,7 +123,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         this.merge = f == null ? null : new PollMerge<>(f, served, positions, readLog, keys, values,
                 RdmaConsumerConfig.intValue(kafka, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, ConsumerConfig.DEFAULT_MAX_POLL_RECORDS),
                 RdmaConsumerConfig.intValue(kafka, ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, ConsumerConfig.DEFAULT_MAX_PARTITION_FETCH_BYTES),
-                rdmaConfig.fallbackBackoff());
+                rdmaConfig.fallbackBackoff(), rdmaConfig.setupWait());
     }
 
     /** The transport's counters (READ ops and bytes prove RDMA reads happened); null when RDMA is off. */

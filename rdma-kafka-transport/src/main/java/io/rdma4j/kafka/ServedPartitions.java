@@ -22,10 +22,17 @@ import java.util.concurrent.CompletableFuture;
  */
 final class ServedPartitions {
 
-    /** A fallback period: until a time, or until {@code settled} (completed by another thread) is done. */
-    private record Window(long untilNanos, CompletableFuture<?> settled) {
+    /**
+     * A fallback period: until a time, or until {@code settled} (completed by another thread) is done; until
+     * {@code holdUntilNanos} (if sooner) Kafka's fetch is kept from the partition too ({@code rdma.fetch.setup.wait.ms}).
+     */
+    private record Window(long untilNanos, CompletableFuture<?> settled, long holdUntilNanos) {
         boolean open(long now) {
             return untilNanos - now > 0 && (settled == null || !settled.isDone());
+        }
+
+        boolean holding(long now) {
+            return open(now) && holdUntilNanos - now > 0;
         }
     }
 
@@ -67,6 +74,12 @@ final class ServedPartitions {
         List<TopicPartition> rdma = served();
         metrics.served(Set.copyOf(rdma));
         wanted.addAll(rdma);
+        long now = System.nanoTime();
+        fallbacks.forEach((tp, w) -> {
+            if (w.holding(now)) {
+                wanted.add(tp); // Waiting for its exporter's connection, not fetched through Kafka meanwhile.
+            }
+        });
         Set<TopicPartition> paused = delegate.paused();
         List<TopicPartition> toPause = wanted.stream().filter(tp -> !paused.contains(tp)).toList();
         List<TopicPartition> toResume = paused.stream().filter(tp -> !wanted.contains(tp)).toList();
@@ -93,15 +106,17 @@ final class ServedPartitions {
 
     /** RDMA cannot serve {@code tp} now: Kafka's fetch serves it for {@code backoff}. */
     void fellBack(TopicPartition tp, Duration backoff) {
-        fellBack(tp, backoff, null);
+        fellBack(tp, backoff, null, Duration.ZERO);
     }
 
     /**
      * RDMA cannot serve {@code tp} now: Kafka's fetch serves it for {@code backoff}, or until {@code settled} (when not
-     * null) completes, whichever comes first. RDMA then takes over at the position Kafka's fetch reached.
+     * null) completes, whichever comes first, but for its first {@code hold}, in which nothing fetches it. RDMA then
+     * takes over at the position Kafka's fetch reached.
      */
-    void fellBack(TopicPartition tp, Duration backoff, CompletableFuture<?> settled) {
-        fallbacks.put(tp, new Window(System.nanoTime() + backoff.toNanos(), settled));
+    void fellBack(TopicPartition tp, Duration backoff, CompletableFuture<?> settled, Duration hold) {
+        long now = System.nanoTime();
+        fallbacks.put(tp, new Window(now + backoff.toNanos(), settled, now + hold.toNanos()));
     }
 
     /** As {@code KafkaConsumer.pause}, which validates the assignment. */

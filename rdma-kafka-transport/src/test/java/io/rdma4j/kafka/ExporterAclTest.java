@@ -177,7 +177,7 @@ class ExporterAclTest {
 
     @Test
     void aConsumerWhosePrincipalMayReadGetsEveryRecordByRdma() {
-        Map<String, Object> props = FetchFigures.kafkaHolds(user1(true, "delegation-token")); // RDMA's once the token is proven
+        Map<String, Object> props = KafkaFixtures.waitingForRdma(user1(true, "delegation-token")); // RDMA's once the token is proven
         props.put(ConsumerConfig.GROUP_ID_CONFIG, GROUP);
         long authenticated = exporter.authenticatedConnections();
         try (RdmaKafkaConsumer<String, String> rdma = new RdmaKafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer());
@@ -240,7 +240,7 @@ class ExporterAclTest {
 
     @Test
     void threeBrokersOnOneHostServeEveryPartitionByRdmaFromItsLeadersExporter() throws Exception {
-        try (RdmaKafkaConsumer<String, String> rdma = new RdmaKafkaConsumer<>(FetchFigures.kafkaHolds(perBrokerConsumer()),
+        try (RdmaKafkaConsumer<String, String> rdma = new RdmaKafkaConsumer<>(KafkaFixtures.waitingForRdma(perBrokerConsumer()),
                 new StringDeserializer(), new StringDeserializer());
              KafkaConsumer<String, String> plain = new KafkaConsumer<>(user1(false, null), new StringDeserializer(), new StringDeserializer())) {
             rdma.assign(GRANTED_PARTITIONS);
@@ -258,13 +258,23 @@ class ExporterAclTest {
 
     @Test
     void aNewConsumerReadsThroughKafkaUntilItsTokenIsProvenThenByRdmaFromWhereKafkaLeftOff() throws Exception {
+        // A topic of its own, which grows while the consumer reads: the exporter decides on the topic for the new token
+        // after the proof, and Kafka's fetch may have returned everything there was by then.
+        String topic = "acl-held";
+        List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1), new TopicPartition(topic, 2));
+        admin.createTopics(List.of(new NewTopic(topic, 3, (short) BROKERS))).all().get();
+        admin.createAcls(List.of(acl(ResourceType.TOPIC, topic, AclOperation.READ))).all().get();
+        Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> latest = new HashMap<>();
+        tps.forEach(tp -> latest.put(tp, org.apache.kafka.clients.admin.OffsetSpec.latest()));
+        KafkaFixtures.awaitLeaders(admin, latest);
+        int produced = produceAndAwaitExported(topic, 0, 300);
         try (HeldExporter held = new HeldExporter(exporter.address())) {
             Map<String, Object> props = user1(true, "delegation-token");
             props.put(RdmaConsumerConfig.EXPORTER_ADDRESS, held.address());
             props.put("rdma.connect-timeout", "90s"); // far beyond the deadline below: a poll may not wait for it
             props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "50");
             try (RdmaKafkaConsumer<String, String> rdma = new RdmaKafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer())) {
-                rdma.assign(GRANTED_PARTITIONS);
+                rdma.assign(tps);
                 FetchFigures.Paths paths = new FetchFigures.Paths(rdma);
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
                 while (paths.records() == 0) {
@@ -275,23 +285,47 @@ class ExporterAclTest {
                 assertThat(held.accepted()).as("connections the consumer opened meanwhile").isPositive();
                 assertThat(KafkaFixtures.rdmaRecords(rdma)).as("records by RDMA before the exporter took the connection").isZero();
 
-                long proofs = exporter.authenticatedConnections();
-                held.release();
-                // Not polled meanwhile: Kafka's fetch already holds most of the records and would return them faster
-                // than the token is proven; once it is, RDMA takes each partition over at its position.
-                FetchFigures.await(() -> exporter.authenticatedConnections() > proofs, "the token proven on the connection");
+                held.release(); // the token is proven on the connection, then RDMA reads what comes after Kafka's
                 deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-                while (paths.records() < RECORDS) {
-                    assertThat(System.nanoTime()).as("%d records within 60 s, %d so far", RECORDS, paths.records()).isLessThan(deadline);
-                    paths.poll(Duration.ofMillis(100));
+                while (paths.records() < produced || !paths.order().values().stream().allMatch(o -> o.endsWith("R"))) {
+                    assertThat(System.nanoTime()).as("every partition read by RDMA within 60 s: %d of %d records, polls %s",
+                            paths.records(), produced, paths.order()).isLessThan(deadline);
+                    if (paths.poll(Duration.ofMillis(100)) == 0 && paths.records() >= produced) {
+                        produced = produceAndAwaitExported(topic, produced, 30);
+                    }
                 }
                 assertThat(paths.poll(Duration.ofMillis(300))).as("records beyond the end").isZero();
-                paths.assertKafkaThenRdma(rdma.endOffsets(GRANTED_PARTITIONS));
+                paths.assertKafkaThenRdma(rdma.endOffsets(tps));
+                assertThat(paths.order().values()).as("polls that returned records through Kafka").anyMatch(o -> o.startsWith("K"));
                 System.out.printf("secured, exporter slow to accept: %d records through Kafka, then %d by RDMA; polls per partition %s%n",
-                        RECORDS - KafkaFixtures.rdmaRecords(rdma), KafkaFixtures.rdmaRecords(rdma), paths.order());
+                        produced - KafkaFixtures.rdmaRecords(rdma), KafkaFixtures.rdmaRecords(rdma), paths.order());
                 assertThat(FetchFigures.fallbacks(rdma)).containsOnlyKeys("exporter-connecting");
             }
         }
+    }
+
+    /** Produces {@code count} records to {@code topic} (numbered from {@code from}), awaits their export; returns the total. */
+    private static int produceAndAwaitExported(String topic, int from, int count) throws Exception {
+        Map<String, Object> p = cluster.clientProps(JaasUtils.KAFKA_PLAIN_ADMIN, JaasUtils.KAFKA_PLAIN_ADMIN_PASSWORD);
+        Map<TopicPartition, Long> ends = new HashMap<>();
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+            List<Future<org.apache.kafka.clients.producer.RecordMetadata>> acks = new ArrayList<>();
+            for (int i = from; i < from + count; i++) {
+                acks.add(producer.send(new ProducerRecord<>(topic, i % 3, "k" + i, "held-" + i)));
+            }
+            for (var ack : acks) {
+                var m = ack.get();
+                ends.merge(new TopicPartition(m.topic(), m.partition()), m.offset() + 1, Math::max);
+            }
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        for (var end : ends.entrySet()) {
+            while (exporter.exportedHighWatermark(end.getKey()) < end.getValue()) {
+                assertThat(System.nanoTime()).as("%s exported up to %d within 30 s", end.getKey(), end.getValue()).isLessThan(deadline);
+                Thread.sleep(20);
+            }
+        }
+        return from + count;
     }
 
     @Test

@@ -35,15 +35,6 @@ final class FetchFigures {
                 .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue()).findFirst().orElse(0);
     }
 
-    /** {@link KafkaFixtures#kafkaHolds} for 5 s: nothing comes through Kafka while a new consumer connects. */
-    static Map<String, Object> kafkaHolds(Map<String, Object> props) {
-        return KafkaFixtures.kafkaHolds(props, Duration.ofSeconds(5));
-    }
-
-    static Map<String, Object> kafkaHolds(Map<String, Object> props, Duration maxWait) {
-        return KafkaFixtures.kafkaHolds(props, maxWait);
-    }
-
     /** Polls {@code c} until it counts a fallback for {@code reason}, as a consumer goes on polling after its records. */
     static void pollUntilFallback(Consumer<?, ?> c, String reason) {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();

@@ -68,7 +68,7 @@ class RdmaFetchMetricsTest {
             produce(topic, 1000, exporter);
             // One RDMA read per partition holds the whole log, so every batch is read (and counted) exactly once.
             try (Consumer<String, String> c = consumer("metrics-rdma", KafkaFixtures.address(exporter.address()),
-                    FetchFigures.kafkaHolds(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100000")))) {
+                    KafkaFixtures.waitingForRdma(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100000")))) {
                 List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
                 c.assign(tps);
                 c.seekToBeginning(tps);
@@ -118,9 +118,9 @@ class RdmaFetchMetricsTest {
         String topic = topic(2);
         String id = "metrics-fallback";
         LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")));
-        // Kafka's fetch answers after 3 s: the first records are RDMA's, those after the exporter went Kafka's.
+        // The first records are RDMA's (the consumer waits for its connection), those after the exporter went Kafka's.
         try (Consumer<String, String> c = consumer(id, KafkaFixtures.address(exporter.address()),
-                FetchFigures.kafkaHolds(Map.of("rdma.fetch.fallback.backoff.ms", "60000"), Duration.ofSeconds(3)))) {
+                KafkaFixtures.waitingForRdma(Map.of("rdma.fetch.fallback.backoff.ms", "60000")))) {
             List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
             try {
                 produce(topic, 500, exporter);
@@ -172,7 +172,7 @@ class RdmaFetchMetricsTest {
         try (LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")))) {
             produce(topic, 1000, exporter);
             try (Consumer<String, String> c = consumer(id, KafkaFixtures.address(exporter.address()),
-                    FetchFigures.kafkaHolds(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100")))) {
+                    KafkaFixtures.waitingForRdma(Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100")))) {
                 c.assign(List.of(tp));
                 c.seekToBeginning(List.of(tp));
                 int got = 0;

@@ -84,8 +84,8 @@ public class RdmaKafkaConsumerTest {
         // Keepalives 15 times as often as the limit: a loaded 2-core CI machine stalls a poll loop for hundreds of ms.
         props.put(ExporterConfig.CONNECTIONS_MAX_IDLE, "1500");
         try (LogExporter shortIdle = LogExporter.start(ExporterConfig.fromProperties(props));
-             // Kafka's fetch holds its answer: the records after the reconnect are RDMA's too.
-             Consumer<String, String> c = rdmaConsumer(FetchFigures.kafkaHolds(Map.of("rdma.exporter.address",
+             // Waiting for its exporter connection: the records after the reconnect are RDMA's too.
+             Consumer<String, String> c = rdmaConsumer(KafkaFixtures.waitingForRdma(Map.of("rdma.exporter.address",
                      address(shortIdle.address()), RdmaConsumerConfig.KEEPALIVE, "100")))) {
             c.assign(List.of(tp));
             assertThat(pollUntil(c, 300)).hasSize(300);
@@ -172,7 +172,7 @@ public class RdmaKafkaConsumerTest {
         produce(topic, 3000, 200, Map.of());
         TopicPartition p0 = new TopicPartition(topic, 0);
         TopicPartition p1 = new TopicPartition(topic, 1);
-        try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "8192",
+        try (Consumer<String, String> c = rdmaOnly(Map.of(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "8192",
                 ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "15"))) {
             RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
             c.assign(List.of(p0, p1));
@@ -416,10 +416,10 @@ public class RdmaKafkaConsumerTest {
         TopicPartition tp = new TopicPartition(topic, 0);
         Map<String, Object> poisoned = Map.of(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, PoisonDeserializer.class);
         List<Seen> plain = consumeAcrossPoison(plainConsumer(poisoned), tp);
-        try (Consumer<String, String> c = rdmaConsumer(poisoned)) {
+        try (Consumer<String, String> c = rdmaOnly(poisoned)) {
             List<Seen> got = consumeAcrossPoison(c, tp);
             assertThat(got).isEqualTo(plain);
-            KafkaFixtures.assertReadByRdma(c, 299, "records up to and after the poison record");
+            assertThat(KafkaFixtures.rdmaRecords(c)).as("records came by RDMA").isEqualTo(299);
         }
         assertThat(plain).hasSize(299);
     }
@@ -496,7 +496,7 @@ public class RdmaKafkaConsumerTest {
                     return transport.register(copy, io.rdma4j.core.Access.remoteRead());
                 })) {
             List<Seen> plain = consume(plainConsumer(Map.of()), topic, 1, 1000);
-            try (Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", address(tampering.address()),
+            try (Consumer<String, String> c = rdmaOnly(Map.of("rdma.exporter.address", address(tampering.address()),
                     ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "16384", "rdma.fetch.decode.ahead", decodeAhead))) {
                 List<Seen> got = consume(c, topic, 1, 1000);
                 RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
@@ -578,6 +578,28 @@ public class RdmaKafkaConsumerTest {
                     byKafka, KafkaFixtures.rdmaRecords(c), paths.order());
             assertThat(FetchFigures.fallbacks(c)).as("no other fallback").containsOnlyKeys("exporter-connecting");
             assertThat(c.position(tps.get(0)) + c.position(tps.get(1))).isEqualTo(3000);
+        }
+    }
+
+    @Test
+    void withASetupWaitAPartitionWaitsForItsExporterInsteadOfComingThroughKafka() throws Exception {
+        String topic = topic(1, Map.of());
+        produce(topic, 500, 100, Map.of());
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (HeldExporter held = new HeldExporter(exporter.address());
+             Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", held.address(), "rdma.connect-timeout", "90s",
+                     RdmaConsumerConfig.SETUP_WAIT, "60000"))) {
+            c.assign(List.of(tp));
+            long until = System.nanoTime() + Duration.ofSeconds(2).toNanos();
+            while (System.nanoTime() < until) {
+                assertThat(c.poll(Duration.ofMillis(100)).count()).as("records while the exporter holds the connection").isZero();
+            }
+            assertThat(held.accepted()).isPositive();
+            held.release();
+            assertThat(pollUntil(c, 500)).extracting(Seen::offset).containsExactlyElementsOf(
+                    java.util.stream.LongStream.range(0, 500).boxed().toList());
+            assertThat(KafkaFixtures.rdmaRecords(c)).as("all by RDMA").isEqualTo(500);
+            assertThat(FetchFigures.fallbacks(c)).containsOnlyKeys("exporter-connecting");
         }
     }
 
@@ -709,7 +731,7 @@ public class RdmaKafkaConsumerTest {
         List<Seen> got = new ArrayList<>();
         // Records whose commit failed (a rebalance in progress): a KafkaConsumer may deliver exactly these twice.
         java.util.Set<String> uncommitted = new java.util.HashSet<>();
-        try (Consumer<String, String> a = rdmaConsumer(member); Consumer<String, String> b = rdmaConsumer(member)) {
+        try (Consumer<String, String> a = rdmaOnly(member); Consumer<String, String> b = rdmaOnly(member)) {
             a.subscribe(List.of(topic));
             while (got.size() < 1000) {
                 pollAndCommit(a, got, uncommitted);
@@ -1238,11 +1260,12 @@ public class RdmaKafkaConsumerTest {
     }
 
     /**
-     * An RDMA consumer whose records all come by RDMA: Kafka's fetch holds its answer while the exporter connection is
-     * set up ({@link FetchFigures#kafkaHolds}), so that the test covers the RDMA path for every record.
+     * An RDMA consumer whose records all come by RDMA: its partitions wait for the exporter connection rather than
+     * being fetched through Kafka meanwhile ({@link KafkaFixtures#waitingForRdma}), so the test covers the RDMA path
+     * for every record.
      */
     private Consumer<String, String> rdmaOnly(Map<String, Object> extra) {
-        return rdmaConsumer(FetchFigures.kafkaHolds(extra));
+        return rdmaConsumer(KafkaFixtures.waitingForRdma(extra));
     }
 
     private Consumer<String, String> rdmaConsumer(Map<String, Object> extra) {

@@ -74,9 +74,8 @@ class RdmaKafkaListenerTest {
                                  "spring.kafka.consumer.properties.rdma.fetch.enabled=true",
                                  "spring.kafka.consumer.properties.rdma.exporter.address=127.0.0.1:" + exporter.address().getPort(),
                                  "spring.kafka.consumer.properties.rdma.provider=tcp",
-                                 // Kafka's fetch holds its answer while the consumer connects: every record is RDMA's.
-                                 "spring.kafka.consumer.properties.fetch.min.bytes=1000000000",
-                                 "spring.kafka.consumer.properties.fetch.max.wait.ms=5000")
+                                 // The consumer waits for its exporter connection: every record is RDMA's.
+                                 "spring.kafka.consumer.properties.rdma.fetch.setup.wait.ms=30000")
                          .run()) {
                 ConsumerFactory<?, ?> factory = context.getBean(ConsumerFactory.class);
                 assertThat(factory).isInstanceOf(RdmaKafkaConsumerFactoryPostProcessor.RdmaConsumerFactoryAdapter.class);

@@ -69,9 +69,7 @@ class LocalBrokerPathTest {
             props.put("bootstrap.servers", consumer.group(1));
             props.put("rdma.exporter.address", listening.group(1));
             props.remove("rdma.shared-secret"); // the exporter was started without one, on loopback
-            // Kafka's fetch holds its answer while the consumer connects to the exporter: every record is RDMA's.
-            props.put("fetch.min.bytes", "1000000000");
-            props.put("fetch.max.wait.ms", "5000");
+            props.put("rdma.fetch.setup.wait.ms", "30000"); // waits for its exporter connection: every record is RDMA's
             try (Consumer<String, String> c = RdmaConsumerFactory.create(props, new StringDeserializer(), new StringDeserializer())) {
                 c.subscribe(List.of("rdma-demo"));
                 int received = 0;

@@ -136,15 +136,12 @@ public final class KafkaFixtures {
     }
 
     /**
-     * {@code props} with Kafka's fetch holding its answer ({@code fetch.min.bytes} out of reach) for up to
-     * {@code maxWait}: a new RDMA consumer reads through Kafka while its exporter connections are set up, and this keeps
-     * anything from coming that way meanwhile, so that every record is RDMA's. Closing such a consumer waits for a fetch
-     * held, up to {@code maxWait}.
+     * {@code props} with {@code rdma.fetch.setup.wait.ms} at 30 s: a new RDMA consumer's partitions wait for their
+     * exporter connections rather than being fetched through Kafka meanwhile, so that every record is RDMA's.
      */
-    public static Map<String, Object> kafkaHolds(Map<String, ?> props, Duration maxWait) {
+    public static Map<String, Object> waitingForRdma(Map<String, ?> props) {
         Map<String, Object> out = new HashMap<>(props);
-        out.put("fetch.min.bytes", "1000000000");
-        out.put("fetch.max.wait.ms", Long.toString(maxWait.toMillis()));
+        out.put("rdma.fetch.setup.wait.ms", "30000");
         return out;
     }
 

@@ -111,8 +111,8 @@ class RdmaConsumerOverRxeGuestTest {
             rdma.put("rdma.fetch.enabled", "true");
             rdma.put("rdma.exporter.port", Integer.toString(port)); // No address: each partition from its leader's exporter.
             rdma.putAll(verbsTransport(device));
-            // Kafka's fetch holds its answer while the consumer connects to the exporters: every record is RDMA's.
-            rdma.putAll(KafkaFixtures.kafkaHolds(Map.of(), Duration.ofSeconds(10)));
+            // The consumer waits for its exporter connections: every record is RDMA's.
+            rdma.putAll(KafkaFixtures.waitingForRdma(Map.of()));
             try (Consumer<String, String> c = RdmaConsumerFactory.create(rdma, null, null)) {
                 RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
                 assertThat(r.rdmaActive()).as("the consumer opened its RDMA transport").isTrue();
