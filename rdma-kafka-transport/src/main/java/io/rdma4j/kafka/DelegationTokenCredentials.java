@@ -18,7 +18,12 @@ import java.util.concurrent.TimeUnit;
  * The delegation token a consumer proves to log exporters that check Kafka ACLs
  * ({@code rdma.exporter.authentication=delegation-token}). It is created with the consumer's own Kafka client
  * settings, so its owner is the consumer's principal; replaced when four fifths of its life are over, and expired when
- * the consumer closes. Used by the polling thread only.
+ * the consumer closes. A replaced token is expired once no connection still holds it ({@link #expireRetiring}), so
+ * connections keep reading while they prove the new one.
+ *
+ * <p>Threads: {@link #current}, {@link #expireRetiring} and {@link #close} call the cluster and run on the consumer's
+ * setup thread only ({@link ExporterSetup}); the polling thread reads {@link #latest}, {@link #retiring}, {@link #due}
+ * and {@link #usable}, which touch only volatile fields, and calls {@link #refused} and {@link #closing}.
  */
 final class DelegationTokenCredentials implements AutoCloseable {
 
@@ -32,9 +37,12 @@ final class DelegationTokenCredentials implements AutoCloseable {
     private final Duration lifetime;
     private final Duration retryBackoff;
     private Admin admin;
-    private DelegationToken token;
-    private long replaceAtMillis;
-    private long retryAtNanos;
+    private volatile DelegationToken token;
+    /** The token {@link #token} replaced, until {@link #expireRetiring} expires it. */
+    private volatile DelegationToken retiring;
+    private volatile long replaceAtMillis;
+    private volatile long retryAtNanos = System.nanoTime();
+    private volatile boolean closed;
     private boolean warned;
 
     /** @param kafkaConfigs the consumer's Kafka settings; those an Admin client knows are used */
@@ -51,8 +59,16 @@ final class DelegationTokenCredentials implements AutoCloseable {
         this.retryBackoff = retryBackoff;
     }
 
-    /** The token to prove now, created or replaced as needed; null while none can be created (logged). */
+    /** The consumer closes: nothing more is created, and a token being created is expired by {@link #close}, which follows. */
+    void closing() {
+        closed = true;
+    }
+
+    /** The token to prove now, created or replaced as needed; null while none can be created (logged). Setup thread only. */
     DelegationToken current() {
+        if (closed) {
+            return null;
+        }
         if (token != null && System.currentTimeMillis() < replaceAtMillis) {
             return token;
         }
@@ -67,12 +83,16 @@ final class DelegationTokenCredentials implements AutoCloseable {
                     .delegationToken().get(ANSWER_WAIT_MS, TimeUnit.MILLISECONDS);
             awaitKnown(created);
             DelegationToken previous = token;
+            DelegationToken older = retiring;
+            if (previous != null) {
+                retiring = previous;
+            }
             token = created;
             long issued = created.tokenInfo().issueTimestamp();
             replaceAtMillis = issued + (created.tokenInfo().expiryTimestamp() - issued) * 4 / 5;
             warned = false;
-            if (previous != null) {
-                expire(previous);
+            if (older != null && previous != null) {
+                expire(older); // Replaced twice while a connection held it: that one proves the newest next.
             }
             LOG.debug("created delegation token {} for the rdma4j log exporters", created.tokenInfo().tokenId());
         } catch (InterruptedException e) {
@@ -88,6 +108,34 @@ final class DelegationTokenCredentials implements AutoCloseable {
             }
         }
         return token;
+    }
+
+    /** The token last created, or null; what connections should have proven. */
+    DelegationToken latest() {
+        return token;
+    }
+
+    /** The token the latest one replaced, until it is expired; null when none. */
+    DelegationToken retiring() {
+        return retiring;
+    }
+
+    /** Whether {@link #current} would create a token now: none yet, or the current one due for replacement. */
+    boolean due() {
+        return (token == null || System.currentTimeMillis() >= replaceAtMillis) && System.nanoTime() - retryAtNanos >= 0;
+    }
+
+    /** Whether a connection that proved {@code proven} may read with it: it is the latest or retiring token, and alive. */
+    boolean usable(DelegationToken proven) {
+        return (proven == token || proven == retiring) && proven.tokenInfo().expiryTimestamp() > System.currentTimeMillis();
+    }
+
+    /** Expires {@code old} if it is still the retiring token (no connection holds it any more). Setup thread only. */
+    void expireRetiring(DelegationToken old) {
+        if (old != null && old == retiring) {
+            retiring = null;
+            expire(old);
+        }
     }
 
     /**
@@ -107,29 +155,42 @@ final class DelegationTokenCredentials implements AutoCloseable {
     private void awaitKnown(DelegationToken created) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(PROPAGATION_WAIT_MS);
         String id = created.tokenInfo().tokenId();
-        while (admin.describeDelegationToken().delegationTokens().get(ANSWER_WAIT_MS, TimeUnit.MILLISECONDS).stream()
+        while (!closed && admin.describeDelegationToken().delegationTokens().get(ANSWER_WAIT_MS, TimeUnit.MILLISECONDS).stream()
                 .noneMatch(t -> t.tokenInfo().tokenId().equals(id)) && System.nanoTime() - deadline < 0) {
             Thread.sleep(50);
         }
     }
 
-    private org.apache.kafka.clients.admin.ExpireDelegationTokenResult expire(DelegationToken t) {
-        return admin.expireDelegationToken(t.hmac(), new ExpireDelegationTokenOptions().expiryTimePeriodMs(-1));
+    /** Expires {@code t} now, without waiting for the answer (it lapses by itself otherwise). */
+    private void expire(DelegationToken t) {
+        admin.expireDelegationToken(t.hmac(), new ExpireDelegationTokenOptions().expiryTimePeriodMs(-1)).expiryTimestamp()
+                .whenComplete((at, e) -> {
+                    if (e != null) {
+                        LOG.debug("delegation token {} not expired (it lapses by itself): {}", t.tokenInfo().tokenId(), e.toString());
+                    }
+                });
     }
 
+    /** Expires the tokens and closes the Admin client. Setup thread only, after {@link #closing}. */
     @Override
     public void close() {
+        closed = true;
         if (admin == null) {
             return;
         }
+        DelegationToken t = token;
         try {
-            if (token != null) {
-                expire(token).expiryTimestamp().get(ANSWER_WAIT_MS, TimeUnit.MILLISECONDS);
+            if (retiring != null) {
+                expire(retiring);
+            }
+            if (t != null) {
+                admin.expireDelegationToken(t.hmac(), new ExpireDelegationTokenOptions().expiryTimePeriodMs(-1)).expiryTimestamp()
+                        .get(ANSWER_WAIT_MS, TimeUnit.MILLISECONDS);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (Exception e) {
-            LOG.debug("delegation token {} not expired at close (it lapses by itself): {}", token.tokenInfo().tokenId(), e.toString());
+            LOG.debug("delegation token {} not expired at close (it lapses by itself): {}", t.tokenInfo().tokenId(), e.toString());
         } finally {
             admin.close(Duration.ofSeconds(5));
         }

@@ -1,31 +1,38 @@
 package io.rdma4j.kafka;
 
-import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaConnection;
-import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTransport;
-import io.rdma4j.core.RemoteRequestException;
 import io.rdma4j.core.RequestTypes;
 import io.rdma4j.kafka.protocol.ExporterAuthentication;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.security.token.delegation.DelegationToken;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
- * A consumer's connections to log exporters, one per exporter address (one per broker it reads from). An exporter
- * that could not be reached is tried again only after {@code rdma.fetch.fallback.backoff.ms}, so a dead broker costs
- * one connect timeout per backoff period, not one per poll. With {@link DelegationTokenCredentials} each connection
- * proves the current token ({@link ExporterAuthentication}) before it is used, and again once the token is replaced;
- * an exporter that does not answer that it checks Kafka ACLs is then not used at all ({@link #whyNot}), since it would
- * serve this consumer topics its principal may not read. Used by the polling thread only.
+ * A consumer's connections to log exporters, one per exporter address (one per broker it reads from). The polling
+ * thread never waits for one: {@link #get} answers null while the connection is set up ({@link ExporterSetup}: connected,
+ * and the delegation token created and proven where the consumer proves one), and the partitions of that exporter are
+ * fetched through Kafka meanwhile ({@link FallbackReason#EXPORTER_CONNECTING}, until {@link #settling} completes). An
+ * exporter that could not be reached is tried again only after {@code rdma.fetch.fallback.backoff.ms}, so a dead broker
+ * costs one connect timeout per backoff period, not one per poll. With {@link DelegationTokenCredentials} each
+ * connection proves the current token ({@link ExporterAuthentication}) before it is used, and again once the token is
+ * replaced (reading on with the replaced one meanwhile); an exporter that does not answer that it checks Kafka ACLs is
+ * then not used at all ({@link #whyNot}), since it would serve this consumer topics its principal may not read.
+ *
+ * <p>Threads: every field here belongs to the polling thread. The setup's steps run elsewhere and hand their result
+ * back only through the futures of the setups under way, which the polling thread takes over when done ({@link #takeOver}).
  */
 final class ExporterConnections implements AutoCloseable {
 
@@ -44,121 +51,167 @@ final class ExporterConnections implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(ExporterConnections.class);
 
-    private final RdmaTransport transport;
+    private final ExporterSetup setup;
     private final Duration reconnectBackoff;
     private final Timing timing;
     private final Runnable onReconnect;
     private final Map<InetSocketAddress, Long> lastUsedNanos = new HashMap<>();
     private final Map<InetSocketAddress, Long> lastKeepAliveNanos = new HashMap<>();
     /** Exporters this consumer was connected to once: connecting to one again counts as a reconnect. */
-    private final java.util.Set<InetSocketAddress> connectedBefore = new java.util.HashSet<>();
+    private final Set<InetSocketAddress> connectedBefore = new HashSet<>();
     private final Map<InetSocketAddress, RdmaConnection> open = new HashMap<>();
     private final Map<InetSocketAddress, Long> retryAtNanos = new HashMap<>();
+    /** A connect, or a proof on the open connection, under way: at most one per exporter. */
+    private final Map<InetSocketAddress, CompletableFuture<ExporterSetup.Setup>> pending = new HashMap<>();
     /** Null when the consumer proves nothing (exporters that check ACLs then refuse it). */
     private final DelegationTokenCredentials credentials;
     /** The token each open connection proved. */
     private final Map<InetSocketAddress, DelegationToken> proven = new HashMap<>();
-    /** When a refused proof is tried again. */
+    /** When a refused proof (or one without a token) is tried again. */
     private final Map<InetSocketAddress, Long> proofRetryAtNanos = new HashMap<>();
     /** Exporters whose answer to a proof did not say they check ACLs (until the connection to them is dropped). */
-    private final java.util.Set<InetSocketAddress> unchecked = new java.util.HashSet<>();
+    private final Set<InetSocketAddress> unchecked = new HashSet<>();
+    /** Per exporter, a partition of each topic read from it: the exporter decides on these topics as a token is proven. */
+    private final Map<InetSocketAddress, Map<String, TopicPartition>> readingFrom = new HashMap<>();
+    /** The token's creation or replacement, and the expiry of a replaced one, under way (or done, or null). */
+    private CompletableFuture<Void> renewal;
+    private CompletableFuture<Void> expiring;
 
     ExporterConnections(RdmaTransport transport, Timing timing, DelegationTokenCredentials credentials, Runnable onReconnect) {
-        this.transport = transport;
+        this.setup = new ExporterSetup(transport, credentials);
         this.timing = timing;
         this.reconnectBackoff = timing.reconnectBackoff();
         this.credentials = credentials;
         this.onReconnect = onReconnect;
+        if (credentials != null) {
+            renewal = setup.renew(); // Created while the consumer finds its partitions' positions and exporters.
+        }
     }
 
     /**
-     * The open connection to {@code exporter}, connecting if needed; null while it cannot be reached or, for a consumer
-     * that proves a token, while it has no token or the exporter does not check ACLs ({@link #whyNot}).
+     * The open connection to {@code exporter}, ready to read; null while it is set up, cannot be reached or, for a
+     * consumer that proves a token, while it has no token the exporter took or the exporter does not check ACLs
+     * ({@link #whyNot}). Starts what is missing (a connect, a proof) without waiting for it.
      */
     RdmaConnection get(InetSocketAddress exporter) {
+        return get(exporter, List.of());
+    }
+
+    /** As {@link #get(InetSocketAddress)}; {@code reading}: partitions to be read from {@code exporter}. */
+    RdmaConnection get(InetSocketAddress exporter, Collection<TopicPartition> reading) {
         long now = System.nanoTime();
+        Map<String, TopicPartition> topics = readingFrom.computeIfAbsent(exporter, e -> new HashMap<>());
+        reading.forEach(tp -> topics.putIfAbsent(tp.topic(), tp));
         closeIdle(exporter, now);
         lastUsedNanos.put(exporter, now);
+        takeOver(exporter);
         RdmaConnection c = open.get(exporter);
-        if (c != null && c.isOpen()) {
-            keepAlive(exporter, c, now);
-            return proveCurrentToken(exporter, c) ? c : null;
+        if (c != null && !c.isOpen()) {
+            drop(exporter);
+            c = null;
         }
-        drop(exporter);
-        Long retryAt = retryAtNanos.get(exporter);
-        if (retryAt != null && System.nanoTime() - retryAt < 0) {
+        if (c == null) {
+            Long retryAt = retryAtNanos.get(exporter);
+            if (pending.containsKey(exporter) || retryAt != null && now - retryAt < 0) {
+                return null;
+            }
+            pending.put(exporter, setup.connect(exporter, List.copyOf(topics.values())));
+            takeOver(exporter); // A connect that failed at once.
             return null;
         }
+        keepAlive(exporter, c, now);
+        return credentials == null || proven(exporter, c, now, topics.values()) ? c : null;
+    }
+
+    /** What is under way for {@code exporter}, in words. */
+    String settingUp(InetSocketAddress exporter) {
+        return (open.containsKey(exporter) ? "proving the delegation token to " : "connecting to ") + exporter;
+    }
+
+    /** What {@code exporter}'s connection waits for (a connect, a proof); null when nothing is under way. */
+    CompletableFuture<?> settling(InetSocketAddress exporter) {
+        return pending.get(exporter);
+    }
+
+    /**
+     * Whether {@code c} may be read with the token it proved; starts proving the latest token where it has not (a new
+     * token, or a refused proof whose backoff is over), and replacing the token where due.
+     */
+    private boolean proven(InetSocketAddress exporter, RdmaConnection c, long now, Collection<TopicPartition> reading) {
+        if (credentials.due() && (renewal == null || renewal.isDone())) {
+            renewal = setup.renew();
+        }
+        DelegationToken p = proven.get(exporter);
+        Long retryAt = proofRetryAtNanos.get(exporter);
+        boolean again = retryAt != null ? now - retryAt >= 0 : p != credentials.latest();
+        if (again && !pending.containsKey(exporter)) {
+            pending.put(exporter, setup.prove(c, List.copyOf(reading)));
+        }
+        expireUnheld();
+        return p != null && credentials.usable(p) && !unchecked.contains(exporter);
+    }
+
+    /** Takes over {@code exporter}'s setup step once it is done: a new connection, a proof's verdict, or a failure. */
+    private void takeOver(InetSocketAddress exporter) {
+        CompletableFuture<ExporterSetup.Setup> f = pending.get(exporter);
+        if (f == null || !f.isDone()) {
+            return;
+        }
+        pending.remove(exporter);
+        ExporterSetup.Setup s;
         try {
-            c = transport.connect(exporter).get(transport.config().connectTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
-            open.put(exporter, c);
+            s = f.join();
+        } catch (CompletionException | java.util.concurrent.CancellationException e) {
+            Throwable cause = e.getCause() != null ? e.getCause() : e;
+            LOG.debug(open.containsKey(exporter) ? "proving the delegation token to {} failed: {}"
+                    : "cannot reach the rdma4j log exporter at {}: {}", exporter, cause.toString());
+            drop(exporter);
+            retryAtNanos.put(exporter, System.nanoTime() + reconnectBackoff.toNanos());
+            return;
+        }
+        RdmaConnection held = open.get(exporter);
+        if (held == null) {
+            open.put(exporter, s.connection());
             retryAtNanos.remove(exporter);
             lastKeepAliveNanos.put(exporter, System.nanoTime());
             if (!connectedBefore.add(exporter)) {
                 onReconnect.run();
             }
-            return proveCurrentToken(exporter, c) ? c : null;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return null;
-        } catch (Exception e) {
-            retryAtNanos.put(exporter, System.nanoTime() + reconnectBackoff.toNanos());
-            LOG.debug("cannot reach the rdma4j log exporter at {}: {}", exporter, e.toString());
-            return null;
+        } else if (held != s.connection()) {
+            s.connection().close(); // Not expected: a connect starts only when none is open, and a drop discards it.
+            return;
+        }
+        switch (s.proof()) {
+            case NONE -> { }
+            case CHECKED -> {
+                proven.put(exporter, s.token());
+                proofRetryAtNanos.remove(exporter);
+                unchecked.remove(exporter);
+            }
+            case NOT_CHECKING -> {
+                proven.put(exporter, s.token());
+                proofRetryAtNanos.remove(exporter);
+                notChecking(exporter, s.detail());
+            }
+            case REFUSED -> {
+                // A token just created reaches the exporter's broker a moment later: the proof is tried again after the
+                // backoff, meanwhile Kafka's fetch serves (or the token proven before, while it lives).
+                proofRetryAtNanos.put(exporter, System.nanoTime() + reconnectBackoff.toNanos());
+                credentials.refused(s.token());
+                LOG.info("the rdma4j log exporter at {} refused delegation token {} (trying again in {} ms): {}", exporter,
+                        s.token().tokenInfo().tokenId(), reconnectBackoff.toMillis(), s.detail());
+            }
+            // Logged by the credentials: nothing proves that an exporter checks ACLs for this consumer.
+            case NO_TOKEN -> proofRetryAtNanos.put(exporter, System.nanoTime() + reconnectBackoff.toNanos());
         }
     }
 
-    /**
-     * Proves the current token on {@code c} unless it did already. A refused proof is logged and leaves the connection
-     * unproven: an exporter that checks ACLs then answers NOT_AUTHORIZED, and one that does not never asked. A
-     * connection that fails meanwhile is dropped (false), and the exporter is tried again after the backoff.
-     */
-    private boolean proveCurrentToken(InetSocketAddress exporter, RdmaConnection c) {
-        if (credentials == null) {
-            return true;
+    /** Expires the token the latest one replaced once no connection holds it: each proved the new one, or is gone. */
+    private void expireUnheld() {
+        DelegationToken old = credentials.retiring();
+        if (old != null && (expiring == null || expiring.isDone()) && !proven.containsValue(old)) {
+            expiring = setup.expire(old);
         }
-        DelegationToken token = credentials.current();
-        if (token == null) {
-            return false; // Logged by the credentials: nothing proves that an exporter checks ACLs for this consumer.
-        }
-        Long retryAt = proofRetryAtNanos.get(exporter);
-        if (token == proven.get(exporter) && (retryAt == null || System.nanoTime() - retryAt < 0)) {
-            return !unchecked.contains(exporter);
-        }
-        proofRetryAtNanos.remove(exporter);
-        try {
-            byte[] nonce = ExporterAuthentication.nonce(c.requestAndWait(RequestTypes.KAFKA_AUTHENTICATE,
-                    ByteBuffer.wrap(new ExporterAuthentication.Challenge().toBytes())));
-            String id = token.tokenInfo().tokenId();
-            ExporterAuthentication.Verdict verdict = ExporterAuthentication.Verdict.fromBytes(c.requestAndWait(RequestTypes.KAFKA_AUTHENTICATE,
-                    ByteBuffer.wrap(new ExporterAuthentication.Proof(id, ExporterAuthentication.proof(token.hmac(), nonce, id)).toBytes())));
-            proven.put(exporter, token);
-            if (verdict != ExporterAuthentication.Verdict.ACLS_CHECKED) {
-                return notChecking(exporter, "it answered " + verdict);
-            }
-            unchecked.remove(exporter);
-        } catch (ProtocolException e) {
-            proven.put(exporter, token);
-            return notChecking(exporter, e.getMessage());
-        } catch (RemoteRequestException e) {
-            proven.put(exporter, token); // Asked once per token and connection (and backoff), not once per poll.
-            if (e.status() == RemoteRequestException.Status.REFUSED) {
-                // A token just created reaches the exporter's broker a moment later: the proof is tried again after the
-                // backoff, meanwhile the exporter answers NOT_AUTHORIZED and Kafka's fetch serves.
-                proofRetryAtNanos.put(exporter, System.nanoTime() + reconnectBackoff.toNanos());
-                credentials.refused(token);
-                LOG.info("the rdma4j log exporter at {} refused delegation token {} (trying again in {} ms): {}", exporter,
-                        token.tokenInfo().tokenId(), reconnectBackoff.toMillis(), e.getMessage());
-            } else {
-                return notChecking(exporter, "it takes no delegation token (" + e.getMessage() + ")");
-            }
-        } catch (RdmaException e) {
-            drop(exporter);
-            retryAtNanos.put(exporter, System.nanoTime() + reconnectBackoff.toNanos());
-            LOG.debug("proving the delegation token to {} failed: {}", exporter, e.toString());
-            return false;
-        }
-        return true;
     }
 
     private boolean notChecking(InetSocketAddress exporter, String why) {
@@ -172,8 +225,13 @@ final class ExporterConnections implements AutoCloseable {
 
     /** Why {@link #get} answered null for {@code exporter}. */
     FallbackReason whyNot(InetSocketAddress exporter) {
-        return unchecked.contains(exporter) ? FallbackReason.ACLS_NOT_CHECKED
-                : credentials != null && open.containsKey(exporter) ? FallbackReason.NOT_AUTHORIZED : FallbackReason.EXPORTER_UNREACHABLE;
+        if (unchecked.contains(exporter)) {
+            return FallbackReason.ACLS_NOT_CHECKED;
+        }
+        if (pending.containsKey(exporter)) {
+            return FallbackReason.EXPORTER_CONNECTING;
+        }
+        return credentials != null && open.containsKey(exporter) ? FallbackReason.NOT_AUTHORIZED : FallbackReason.EXPORTER_UNREACHABLE;
     }
 
     /** Tells the exporter this consumer is still there, when the last keepalive is older than the interval. */
@@ -196,27 +254,36 @@ final class ExporterConnections implements AutoCloseable {
                         exporter, timing.maxIdle().toMillis());
                 drop(exporter);
                 lastUsedNanos.remove(exporter);
+                readingFrom.remove(exporter);
             }
         }
     }
 
-    /** Closes the connection to {@code exporter}, failing what is still in flight on it; whether there was one. */
+    /**
+     * Closes the connection to {@code exporter}, failing what is still in flight on it, and discards its setup under
+     * way; whether there was a connection.
+     */
     boolean drop(InetSocketAddress exporter) {
         RdmaConnection c = open.remove(exporter);
         proven.remove(exporter);
         unchecked.remove(exporter);
         proofRetryAtNanos.remove(exporter);
+        CompletableFuture<ExporterSetup.Setup> f = pending.remove(exporter);
+        if (f != null) {
+            f.thenAccept(s -> s.connection().close()); // A connect that completes later is closed, not leaked.
+        }
         if (c != null) {
             c.close();
         }
         return c != null;
     }
 
+    /** Closes every connection and discards the setups under way, without waiting for them; then expires the tokens. */
     @Override
     public void close() {
-        List.copyOf(open.keySet()).forEach(this::drop);
-        if (credentials != null) {
-            credentials.close();
-        }
+        Set<InetSocketAddress> all = new HashSet<>(open.keySet());
+        all.addAll(pending.keySet());
+        all.forEach(this::drop);
+        setup.close();
     }
 }

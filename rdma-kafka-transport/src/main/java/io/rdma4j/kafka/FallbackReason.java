@@ -3,6 +3,7 @@ package io.rdma4j.kafka;
 /** Why a partition falls back to the normal fetch path; {@link #tag()} is the {@code reason} tag of {@code fallbacks-total}. */
 enum FallbackReason {
     EXPORTER_UNREACHABLE("exporter-unreachable", "the log exporter cannot be reached"),
+    EXPORTER_CONNECTING("exporter-connecting", "its connection to the log exporter is being set up"),
     NOT_EXPORTED("not-exported", "the offset is not in an exported segment"),
     BELOW_LOG_START("below-log-start", "the offset is below the exported log start"),
     CORRUPT_BATCH("corrupt-batch", "a batch read by RDMA failed its CRC check"),

@@ -37,10 +37,12 @@ final class PollMerge<K, V> {
     private final int maxPartitionFetchBytes;
     /** {@code rdma.fetch.fallback.backoff.ms}: how long a partition RDMA cannot serve is left to Kafka's fetch. */
     private final Duration fallbackBackoff;
+    /** {@code rdma.fetch.setup.wait.ms}: how long a partition waits for its exporter connection before Kafka's fetch serves it. */
+    private final Duration setupWait;
 
     PollMerge(RdmaFetcher fetcher, ServedPartitions served, ReadPositions positions, RdmaReadLog readLog,
               Deserializer<K> keys, Deserializer<V> values, int maxPollRecords, int maxPartitionFetchBytes,
-              Duration fallbackBackoff) {
+              Duration fallbackBackoff, Duration setupWait) {
         this.fetcher = fetcher;
         this.served = served;
         this.positions = positions;
@@ -50,6 +52,7 @@ final class PollMerge<K, V> {
         this.maxPollRecords = maxPollRecords;
         this.maxPartitionFetchBytes = maxPartitionFetchBytes;
         this.fallbackBackoff = fallbackBackoff;
+        this.setupWait = setupWait;
     }
 
     /**
@@ -63,11 +66,18 @@ final class PollMerge<K, V> {
             merged.put(tp, fromKafka.records(tp));
         }
         int budget = maxPollRecords - fromKafka.count();
-        for (TopicPartition tp : served.inTurn()) {
+        List<TopicPartition> turn = served.inTurn();
+        fetcher.connectAhead(turn);
+        for (TopicPartition tp : turn) {
             if (budget <= 0) {
                 break;
             }
             if (merged.containsKey(tp)) {
+                continue;
+            }
+            FetchResult.Fallback notReady = fetcher.notReady(tp); // Not waiting for the position first: Kafka's fetch starts sooner.
+            if (notReady != null) {
+                fellBack(tp, notReady);
                 continue;
             }
             long position = positions.position(tp);
@@ -96,16 +106,19 @@ final class PollMerge<K, V> {
                         budget -= records.records().size();
                     }
                 }
-                case FetchResult.Fallback f -> {
-                    readLog.fellBack(tp, f.kind(), f.reason(), fallbackBackoff.toMillis());
-                    served.fellBack(tp, fallbackBackoff);
-                }
+                case FetchResult.Fallback f -> fellBack(tp, f);
             }
         }
         if (merged.isEmpty()) {
             return null;
         }
         return nextOffsets != null ? new ConsumerRecords<>(merged, nextOffsets) : new ConsumerRecords<>(merged);
+    }
+
+    /** Kafka's fetch serves {@code tp} for the fallback period, or until what RDMA waits for is done. */
+    private void fellBack(TopicPartition tp, FetchResult.Fallback f) {
+        readLog.fellBack(tp, f.kind(), f.reason(), fallbackBackoff.toMillis(), f.settled() != null);
+        served.fellBack(tp, fallbackBackoff, f.settled(), f.settled() == null ? Duration.ZERO : setupWait);
     }
 
     private static boolean hasMethod(Class<?> type, String name) {

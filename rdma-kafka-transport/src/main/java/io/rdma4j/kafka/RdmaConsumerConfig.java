@@ -29,6 +29,10 @@ import java.util.Map;
  *   when four fifths of its life are over, and it is expired when the consumer closes</td></tr>
  * <tr><td>rdma.fetch.fallback.backoff.ms</td><td>how long a partition stays on the normal fetch path after
  *   RDMA could not serve it (default 1000)</td></tr>
+ * <tr><td>rdma.fetch.setup.wait.ms</td><td>how long a partition whose exporter connection is being set up (connected
+ *   and, with {@code delegation-token}, the token created and proven) is left unfetched for it before Kafka's fetch
+ *   serves it meanwhile (default 0: at once, so a new consumer's first records come as soon as a KafkaConsumer's; poll()
+ *   never waits for the connection either way)</td></tr>
  * <tr><td>rdma.fetch.poll.interval.ms</td><td>how often poll() rechecks watermarks while waiting (default 5)</td></tr>
  * <tr><td>rdma.fetch.decode.ahead</td><td>{@code true} (default) to check and inflate the batches read ahead on one
  *   background thread per consumer while the application works; {@code false} does it all on the polling thread</td></tr>
@@ -43,7 +47,7 @@ import java.util.Map;
 public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddress, int exporterPort, String exporterPortOffset,
                                  boolean delegationToken,
                                  Duration tokenLifetime, Duration fallbackBackoff, Duration pollInterval, boolean decodeAhead,
-                                 TransportConfig transport, Duration keepAlive, Duration connectionsMaxIdle) {
+                                 TransportConfig transport, Duration keepAlive, Duration connectionsMaxIdle, Duration setupWait) {
 
     public static final String PREFIX = "rdma.";
     public static final String ENABLED = "rdma.fetch.enabled";
@@ -58,6 +62,7 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
     public static final String POLL_INTERVAL = "rdma.fetch.poll.interval.ms";
     public static final String DECODE_AHEAD = "rdma.fetch.decode.ahead";
     public static final String KEEPALIVE = "rdma.fetch.keepalive.ms";
+    public static final String SETUP_WAIT = "rdma.fetch.setup.wait.ms";
 
     public static boolean enabled(Map<String, ?> configs) {
         Object v = configs.get(ENABLED);
@@ -86,6 +91,10 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
         if (tokenLifetime < 60_000) {
             throw new IllegalArgumentException(TOKEN_LIFETIME + " needs at least 60000 (a minute), got " + tokenLifetime);
         }
+        long setupWait = longValue(configs, SETUP_WAIT, 0, MILLIS);
+        if (setupWait < 0) {
+            throw new IllegalArgumentException(SETUP_WAIT + " cannot be negative, got " + setupWait);
+        }
         Map<String, Object> transportKeys = new HashMap<>();
         configs.forEach((k, v) -> {
             if (k.startsWith(PREFIX) && !k.startsWith("rdma.fetch.") && !k.startsWith("rdma.exporter.") && v != null) {
@@ -98,7 +107,7 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
                 Duration.ofMillis(longValue(configs, POLL_INTERVAL, 5, MILLIS)),
                 booleanValue(configs, DECODE_AHEAD, true), TransportConfig.fromProperties(transportKeys, PREFIX),
                 Duration.ofMillis(positive(configs, KEEPALIVE, 60_000)),
-                Duration.ofMillis(positive(configs, ConsumerConfig.CONNECTIONS_MAX_IDLE_MS_CONFIG, 540_000)));
+                Duration.ofMillis(positive(configs, ConsumerConfig.CONNECTIONS_MAX_IDLE_MS_CONFIG, 540_000)), Duration.ofMillis(setupWait));
     }
 
     /** The port of the exporter of a broker that clients reach on {@code brokerPort}. */

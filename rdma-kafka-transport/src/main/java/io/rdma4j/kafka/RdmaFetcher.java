@@ -22,9 +22,14 @@ import org.slf4j.LoggerFactory;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -91,6 +96,42 @@ final class RdmaFetcher implements AutoCloseable {
         return segments.exporterOf(tp);
     }
 
+    /**
+     * Starts setting up the connections to the exporters of {@code partitions} that are not ready, without waiting,
+     * and takes over those set up since: asked at each poll before its fetches, so that all of a new consumer's
+     * exporters are connected to at once. Returns whether every one is ready to read.
+     */
+    boolean connectAhead(Collection<TopicPartition> partitions) {
+        Map<InetSocketAddress, List<TopicPartition>> byExporter = new HashMap<>();
+        boolean ready = true;
+        for (TopicPartition tp : partitions) {
+            ExporterLocator.Target target = locator.locate(tp);
+            if (target == null) {
+                ready = false;
+            } else {
+                byExporter.computeIfAbsent(target.address(), a -> new ArrayList<>()).add(tp);
+            }
+        }
+        for (var e : byExporter.entrySet()) {
+            ready &= connections.get(e.getKey(), e.getValue()) != null;
+        }
+        return ready;
+    }
+
+    /**
+     * Why RDMA cannot serve {@code tp} now, known without its position (no replica known, or its exporter's connection
+     * not ready: being set up, unreachable, unauthorized), counted; null when it may be fetched.
+     */
+    FetchResult.Fallback notReady(TopicPartition tp) {
+        ExporterLocator.Target target = locator.locate(tp);
+        FetchResult.Fallback f = target == null ? giveUp(tp, FallbackReason.EXPORTER_UNREACHABLE, "no replica of " + tp + " is known")
+                : connections.get(target.address(), List.of(tp)) == null ? unusable(tp, target) : null;
+        if (f != null) {
+            metrics.fallback(f.kind());
+        }
+        return f;
+    }
+
     /** Fetches up to {@code maxRecords} records of {@code tp} from {@code position}, reading at most about {@code maxBytes}. */
     <K, V> FetchResult fetch(TopicPartition tp, long position, int maxRecords, int maxBytes,
                              Deserializer<K> keys, Deserializer<V> values) {
@@ -117,10 +158,10 @@ final class RdmaFetcher implements AutoCloseable {
             if (held != null && (target == null || !held.equals(target.address()))) {
                 segments.forget(tp); // Its descriptors name another exporter's regions.
             }
-            RdmaConnection c = target == null ? null : connections.get(target.address());
+            RdmaConnection c = target == null ? null : connections.get(target.address(), List.of(tp));
             if (c == null) {
                 return target == null ? giveUp(tp, FallbackReason.EXPORTER_UNREACHABLE, "no replica of " + tp + " is known")
-                        : giveUp(tp, connections.whyNot(target.address()), "exporter " + target.address() + " not usable");
+                        : unusable(tp, target);
             }
             try {
                 return fetchOnce(c, target, tp, position, maxRecords, maxBytes, keys, values);
@@ -222,9 +263,22 @@ final class RdmaFetcher implements AutoCloseable {
 
     /** RDMA cannot serve {@code tp} now: its state and exporter are chosen afresh once the fallback period is over. */
     private FetchResult.Fallback giveUp(TopicPartition tp, FallbackReason reason, String why) {
+        return giveUp(tp, reason, why, null);
+    }
+
+    /** As {@link #giveUp(TopicPartition, FallbackReason, String)}, for no longer than until {@code settled} completes. */
+    private FetchResult.Fallback giveUp(TopicPartition tp, FallbackReason reason, String why, CompletableFuture<?> settled) {
         segments.forget(tp);
         locator.forget(tp);
-        return new FetchResult.Fallback(reason, why);
+        return new FetchResult.Fallback(reason, why, settled);
+    }
+
+    /** {@code tp}'s exporter has no connection ready to read: until it is set up, or for the fallback period. */
+    private FetchResult.Fallback unusable(TopicPartition tp, ExporterLocator.Target target) {
+        FallbackReason why = connections.whyNot(target.address());
+        return why == FallbackReason.EXPORTER_CONNECTING
+                ? giveUp(tp, why, connections.settingUp(target.address()), connections.settling(target.address()))
+                : giveUp(tp, why, "exporter " + target.address() + " not usable");
     }
 
     /** Exporters keep naming another leader: Kafka's fetch serves (and refreshes the metadata) meanwhile. */

@@ -47,6 +47,10 @@ import java.util.regex.Pattern;
  * (exporter unreachable, offset not exported or below the log start, corrupt batch) is handed back to the normal
  * fetch path, with one seek, for {@code rdma.fetch.fallback.backoff.ms}.
  *
+ * <p>poll() never waits for RDMA to be set up ({@link ExporterSetup}): until an exporter's connection is ready (with
+ * delegation tokens, the token created and proven) its partitions are fetched through Kafka, so a new consumer's first
+ * records come as soon as a KafkaConsumer's would; then RDMA takes each over where Kafka's fetch left it.
+ *
  * <p>{@code isolation.level=read_committed} is served by RDMA too: records stop at the last stable offset the
  * exporter publishes, and the aborted transactions of each range read are asked of the exporter (which reads the
  * segments' transaction indexes), so aborted and control batches are skipped exactly as {@code KafkaConsumer} skips them.
@@ -119,7 +123,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         this.merge = f == null ? null : new PollMerge<>(f, served, positions, readLog, keys, values,
                 RdmaConsumerConfig.intValue(kafka, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, ConsumerConfig.DEFAULT_MAX_POLL_RECORDS),
                 RdmaConsumerConfig.intValue(kafka, ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, ConsumerConfig.DEFAULT_MAX_PARTITION_FETCH_BYTES),
-                rdmaConfig.fallbackBackoff());
+                rdmaConfig.fallbackBackoff(), rdmaConfig.setupWait());
     }
 
     /** The transport's counters (READ ops and bytes prove RDMA reads happened); null when RDMA is off. */

@@ -15,7 +15,8 @@ import java.util.Set;
 /**
  * The consumer's INFO lines about RDMA: one when a partition starts being read by RDMA (from which exporter, on which
  * provider) and one when it stops (why), none per fetch. A partition that keeps falling back for a reason already
- * logged flaps at DEBUG, so a flapping exporter cannot flood the log.
+ * logged flaps at DEBUG, so a flapping exporter cannot flood the log; one fetched through Kafka while its exporter
+ * connection is set up, before RDMA read it, is at DEBUG too (a new consumer's start: nothing stopped).
  */
 final class RdmaReadLog {
 
@@ -45,13 +46,19 @@ final class RdmaReadLog {
         }
     }
 
-    /** {@code tp} goes to Kafka's fetch path for {@code backoffMillis}. */
-    void fellBack(TopicPartition tp, FallbackReason kind, String details, long backoffMillis) {
+    /** {@code tp} goes to Kafka's fetch path for {@code backoffMillis}, or {@code untilReady}: until RDMA is ready, if sooner. */
+    void fellBack(TopicPartition tp, FallbackReason kind, String details, long backoffMillis, boolean untilReady) {
         boolean wasReading = reading.remove(tp) != null;
+        if (kind == FallbackReason.EXPORTER_CONNECTING && !wasReading) {
+            // A new consumer's (or a new leader's) connection on its way: RDMA has not started, so nothing stops.
+            LOG.debug("{} is fetched through Kafka until its log exporter connection is ready: {}", tp, details);
+            return;
+        }
         if (loggedFallbacks.add(Map.entry(tp, kind))) {
             quiet.remove(tp);
-            LOG.info("{} {} fetched through Kafka for {} ms because {} ({}); logged once per partition and reason", tp,
-                    wasReading ? "stops being read by RDMA: it is" : "is", backoffMillis, kind.words(), details);
+            LOG.info("{} {} fetched through Kafka {} {} ms because {} ({}); logged once per partition and reason", tp,
+                    wasReading ? "stops being read by RDMA: it is" : "is", untilReady ? "until that is ready, for at most" : "for",
+                    backoffMillis, kind.words(), details);
         } else {
             quiet.add(tp);
             LOG.debug("{} falls back to the normal fetch path: {}", tp, details);

@@ -12,6 +12,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * Which assigned partitions RDMA serves now, with the internal consumer's pauses kept in step: the partitions RDMA
@@ -21,6 +22,20 @@ import java.util.Set;
  */
 final class ServedPartitions {
 
+    /**
+     * A fallback period: until a time, or until {@code settled} (completed by another thread) is done; until
+     * {@code holdUntilNanos} (if sooner) Kafka's fetch is kept from the partition too ({@code rdma.fetch.setup.wait.ms}).
+     */
+    private record Window(long untilNanos, CompletableFuture<?> settled, long holdUntilNanos) {
+        boolean open(long now) {
+            return untilNanos - now > 0 && (settled == null || !settled.isDone());
+        }
+
+        boolean holding(long now) {
+            return open(now) && holdUntilNanos - now > 0;
+        }
+    }
+
     private final Consumer<?, ?> delegate;
     /** Null when RDMA is off: then RDMA serves nothing. */
     private final RdmaFetcher fetcher;
@@ -28,7 +43,7 @@ final class ServedPartitions {
     private final RdmaReadLog readLog;
     private final RdmaFetchMetrics metrics;
     private final Set<TopicPartition> userPaused = new HashSet<>();
-    private final Map<TopicPartition, Long> fallbackUntilNanos = new HashMap<>();
+    private final Map<TopicPartition, Window> fallbacks = new HashMap<>();
     /** Which served partition the next poll fetches first. */
     private long rotation;
 
@@ -48,7 +63,7 @@ final class ServedPartitions {
     void sync() {
         Set<TopicPartition> assigned = delegate.assignment();
         userPaused.retainAll(assigned); // KafkaConsumer forgets the pause of a revoked partition too.
-        fallbackUntilNanos.keySet().retainAll(assigned);
+        fallbacks.keySet().retainAll(assigned);
         positions.retain(assigned);
         readLog.retain(assigned, "it is no longer assigned to this consumer");
         metrics.retainPartitions(assigned);
@@ -59,6 +74,12 @@ final class ServedPartitions {
         List<TopicPartition> rdma = served();
         metrics.served(Set.copyOf(rdma));
         wanted.addAll(rdma);
+        long now = System.nanoTime();
+        fallbacks.forEach((tp, w) -> {
+            if (w.holding(now)) {
+                wanted.add(tp); // Waiting for its exporter's connection, not fetched through Kafka meanwhile.
+            }
+        });
         Set<TopicPartition> paused = delegate.paused();
         List<TopicPartition> toPause = wanted.stream().filter(tp -> !paused.contains(tp)).toList();
         List<TopicPartition> toResume = paused.stream().filter(tp -> !wanted.contains(tp)).toList();
@@ -85,7 +106,17 @@ final class ServedPartitions {
 
     /** RDMA cannot serve {@code tp} now: Kafka's fetch serves it for {@code backoff}. */
     void fellBack(TopicPartition tp, Duration backoff) {
-        fallbackUntilNanos.put(tp, System.nanoTime() + backoff.toNanos());
+        fellBack(tp, backoff, null, Duration.ZERO);
+    }
+
+    /**
+     * RDMA cannot serve {@code tp} now: Kafka's fetch serves it for {@code backoff}, or until {@code settled} (when not
+     * null) completes, whichever comes first, but for its first {@code hold}, in which nothing fetches it. RDMA then
+     * takes over at the position Kafka's fetch reached.
+     */
+    void fellBack(TopicPartition tp, Duration backoff, CompletableFuture<?> settled, Duration hold) {
+        long now = System.nanoTime();
+        fallbacks.put(tp, new Window(now + backoff.toNanos(), settled, now + hold.toNanos()));
     }
 
     /** As {@code KafkaConsumer.pause}, which validates the assignment. */
@@ -114,8 +145,8 @@ final class ServedPartitions {
         }
         long now = System.nanoTime();
         for (TopicPartition tp : delegate.assignment()) {
-            Long until = fallbackUntilNanos.get(tp);
-            if (until != null && until - now > 0) {
+            Window w = fallbacks.get(tp);
+            if (w != null && w.open(now)) {
                 continue;
             }
             if (!userPaused.contains(tp)) {

@@ -65,7 +65,8 @@ class BrokerExporterPluginIT {
             consumer.put("rdma.fetch.enabled", "true");
             consumer.put("rdma.exporter.port.offset", Integer.toString(PORT_OFFSET)); // the broker's port plus the offset
             consumer.put("rdma.provider", "tcp");
-            try (Consumer<String, String> c = RdmaConsumerFactory.create(consumer, null, null)) {
+            // The consumer waits for its exporter connection: every record is RDMA's.
+            try (Consumer<String, String> c = RdmaConsumerFactory.create(KafkaFixtures.waitingForRdma(consumer), null, null)) {
                 assertThat(readAll(c, topic)).as("records by RDMA\n%s", broker.logTail()).isEqualTo(plain).hasSize(2000);
                 RdmaKafkaConsumer<String, String> rdma = (RdmaKafkaConsumer<String, String>) c;
                 assertThat(rdma.transportMetrics().snapshot(OperationType.READ).count()).as("RDMA READs\n%s", broker.logTail()).isPositive();

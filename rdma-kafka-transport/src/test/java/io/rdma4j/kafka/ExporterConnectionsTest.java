@@ -18,7 +18,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** A consumer's exporter connections on real tcp transports: idle ones close, used ones get keepalives, reconnects count. */
+/**
+ * A consumer's exporter connections on real tcp transports: set up without the caller waiting, idle ones close, used
+ * ones get keepalives, reconnects count.
+ */
 class ExporterConnectionsTest {
 
     private static final TransportConfig TCP = TransportConfig.fromProperties(Map.of("p.provider", "tcp"), "p.");
@@ -39,8 +42,9 @@ class ExporterConnectionsTest {
             ExporterConnections.Timing timing = new ExporterConnections.Timing(Duration.ofSeconds(1), Duration.ofMillis(100),
                     Duration.ofMillis(300));
             try (ExporterConnections connections = new ExporterConnections(consumer, timing, null, reconnects::incrementAndGet)) {
-                RdmaConnection toA = connections.get(a.localAddress());
+                RdmaConnection toA = ready(connections, a.localAddress());
                 assertThat(toA.isOpen()).isTrue();
+                ready(connections, b.localAddress());
                 long until = System.nanoTime() + Duration.ofMillis(600).toNanos();
                 while (System.nanoTime() < until) { // only B is used from now on
                     assertThat(connections.get(b.localAddress()).isOpen()).isTrue();
@@ -49,11 +53,46 @@ class ExporterConnectionsTest {
                 assertThat(toA.isOpen()).as("A unused for longer than connections.max.idle.ms").isFalse();
                 assertThat(keepalives.get()).as("B, used, got keepalives every 100 ms").isGreaterThanOrEqualTo(3);
                 assertThat(reconnects.get()).isZero();
-                RdmaConnection again = connections.get(a.localAddress());
+                RdmaConnection again = ready(connections, a.localAddress());
                 assertThat(again).isNotSameAs(toA);
                 assertThat(again.isOpen()).isTrue();
                 assertThat(reconnects.get()).as("connecting to A again counts").isEqualTo(1);
             }
         }
+    }
+
+    @Test
+    void anExporterThatCannotBeReachedIsTriedAgainOnlyAfterTheBackoff() throws Exception {
+        try (RdmaTransport consumer = RdmaTransport.open(TCP)) {
+            InetSocketAddress nobody;
+            try (var s = new java.net.ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+                nobody = new InetSocketAddress(InetAddress.getLoopbackAddress(), s.getLocalPort());
+            }
+            try (ExporterConnections connections = new ExporterConnections(consumer,
+                    ExporterConnections.Timing.of(Duration.ofHours(1)), null, () -> { })) {
+                assertThat(connections.get(nobody)).isNull();
+                var settling = connections.settling(nobody);
+                if (settling != null) {
+                    assertThat(connections.whyNot(nobody)).isEqualTo(FallbackReason.EXPORTER_CONNECTING);
+                    settling.handle((s, e) -> null).get(30, java.util.concurrent.TimeUnit.SECONDS);
+                }
+                assertThat(connections.get(nobody)).isNull();
+                assertThat(connections.whyNot(nobody)).isEqualTo(FallbackReason.EXPORTER_UNREACHABLE);
+                assertThat(connections.get(nobody)).isNull();
+                assertThat(connections.settling(nobody)).as("no new connect within the backoff").isNull();
+            }
+        }
+    }
+
+    /** Asks for the connection until it is set up (the first ask starts it). */
+    private static RdmaConnection ready(ExporterConnections connections, InetSocketAddress exporter) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        RdmaConnection c;
+        while ((c = connections.get(exporter)) == null) {
+            assertThat(System.nanoTime()).as("connected to %s within 30 s (%s)", exporter, connections.whyNot(exporter))
+                    .isLessThan(deadline);
+            Thread.sleep(5);
+        }
+        return c;
     }
 }

@@ -59,7 +59,8 @@ class ExporterJarIT {
                 // After the start, as in production: the exporter follows a live log.
                 KafkaFixtures.createTopic(cluster.bootstrap(), TOPIC, 2);
                 KafkaFixtures.produceKeyed(cluster.bootstrap(), TOPIC, RECORDS);
-                Map<String, Object> props = new HashMap<>(Map.of("bootstrap.servers", cluster.bootstrap(),
+                // A new consumer waits for its exporter connection: every record is RDMA's.
+                Map<String, Object> props = KafkaFixtures.waitingForRdma(Map.of("bootstrap.servers", cluster.bootstrap(),
                         "enable.auto.commit", "false",
                         "rdma.fetch.enabled", "true",
                         "rdma.exporter.address", "127.0.0.1:" + port,

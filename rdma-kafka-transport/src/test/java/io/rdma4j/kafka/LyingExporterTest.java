@@ -59,6 +59,7 @@ class LyingExporterTest {
             RdmaListener listener = exporter.listen(new InetSocketAddress("127.0.0.1", 0), RequestHandlers.of(
                     RequestTypes.KAFKA_DIRECTORY, RequestHandler.answering((body, context) -> ByteBuffer.wrap(forged.get()))));
             try (RdmaFetcher fetcher = new RdmaFetcher(consumer, listener.localAddress(), Duration.ofSeconds(1))) {
+                awaitConnected(fetcher);
                 // the pipeline works: an honest "not exported" answer falls back for that reason
                 forged.set(new SegmentDirectory.Response(SegmentDirectory.Status.UNKNOWN_PARTITION, null, -1, List.of()).toBytes());
                 assertThat(fetch(fetcher)).contains("is not exported");
@@ -139,6 +140,8 @@ class LyingExporterTest {
             try (RdmaFetcher committed = new RdmaFetcher(consumer, ExporterLocator.fixed(listener.localAddress()), null, ExporterConnections.Timing.of(Duration.ofSeconds(1)), RdmaFetchMetrics.detached(), true, true,
                     Long.MAX_VALUE);
                  RdmaFetcher uncommitted = new RdmaFetcher(consumer, listener.localAddress(), Duration.ofSeconds(1))) {
+                awaitConnected(committed);
+                awaitConnected(uncommitted);
                 // read_uncommitted returns the aborted records and never asks
                 assertThat(offsets(uncommitted.fetch(TP, 0, 10, 1 << 16, BYTES, BYTES))).containsExactly(0L, 1L, 2L, 4L);
                 assertThat(uncommitted.abortedTransactionRequests.sum()).isZero();
@@ -193,6 +196,15 @@ class LyingExporterTest {
     private static List<Long> offsets(FetchResult r) {
         assertThat(r).isInstanceOf(FetchResult.Records.class);
         return ((FetchResult.Records<?, ?>) r).records().stream().map(c -> c.offset()).toList();
+    }
+
+    /** Until the fetcher's connection to the exporter is set up: a fetch before falls back, not waiting for it. */
+    private static void awaitConnected(RdmaFetcher fetcher) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (!fetcher.connectAhead(List.of(TP))) {
+            assertThat(System.nanoTime()).as("connected within 30 s").isLessThan(deadline);
+            Thread.sleep(5);
+        }
     }
 
     private static String fetch(RdmaFetcher fetcher) {

@@ -91,6 +91,8 @@ class MultiBrokerClusterIT {
             rdmaProps.put("rdma.exporter.port", Integer.toString(port)); // No address: each partition's leader's exporter.
             rdmaProps.put("rdma.provider", "tcp");
             rdmaProps.put("rdma.fetch.fallback.backoff.ms", "200");
+            // A new consumer's partitions wait for its exporter connections: every record of the steady state is RDMA's.
+            rdmaProps.putAll(KafkaFixtures.waitingForRdma(Map.of()));
             List<KafkaFixtures.Seen> got = new ArrayList<>();
             log(started, "cluster up, topic created");
             produce(cluster, topic, 0, PER_PHASE);

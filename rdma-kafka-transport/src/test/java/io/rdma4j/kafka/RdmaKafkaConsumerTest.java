@@ -84,8 +84,9 @@ public class RdmaKafkaConsumerTest {
         // Keepalives 15 times as often as the limit: a loaded 2-core CI machine stalls a poll loop for hundreds of ms.
         props.put(ExporterConfig.CONNECTIONS_MAX_IDLE, "1500");
         try (LogExporter shortIdle = LogExporter.start(ExporterConfig.fromProperties(props));
-             Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", address(shortIdle.address()),
-                     RdmaConsumerConfig.KEEPALIVE, "100"))) {
+             // Waiting for its exporter connection: the records after the reconnect are RDMA's too.
+             Consumer<String, String> c = rdmaConsumer(KafkaFixtures.waitingForRdma(Map.of("rdma.exporter.address",
+                     address(shortIdle.address()), RdmaConsumerConfig.KEEPALIVE, "100")))) {
             c.assign(List.of(tp));
             assertThat(pollUntil(c, 300)).hasSize(300);
             long busyUntil = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(3000);
@@ -102,10 +103,13 @@ public class RdmaKafkaConsumerTest {
             produce(topic, 100, 100, Map.of());
             assertThat(pollUntil(c, 100)).hasSize(100);
             assertThat(KafkaFixtures.rdmaRecords(c) - rdmaBefore).as("read by RDMA again").isPositive();
-            assertThat(c.metrics().entrySet().stream().filter(e -> e.getKey().name().equals("exporter-reconnects-total"))
-                    .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue()).sum()).as("the reconnect counted")
-                    .isEqualTo(1.0);
+            assertThat(reconnects(c)).as("the reconnect counted").isEqualTo(1.0);
         }
+    }
+
+    private static double reconnects(Consumer<?, ?> c) {
+        return c.metrics().entrySet().stream().filter(e -> e.getKey().name().equals("exporter-reconnects-total"))
+                .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue()).sum();
     }
 
     @ParameterizedTest
@@ -133,7 +137,7 @@ public class RdmaKafkaConsumerTest {
             Map<String, Object> extra = new HashMap<>(small);
             extra.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
             extra.put("rdma.fetch.decode.ahead", decodeAhead);
-            try (Consumer<String, String> c = rdmaConsumer(extra)) {
+            try (Consumer<String, String> c = rdmaOnly(extra)) {
                 List<Seen> got = readAll(c, topic, 2, 3000);
                 assertThat(got).as(isolation).isEqualTo(plain);
                 assertEveryRecordByRdma(c, got, "small fetches, decode ahead " + decodeAhead + ", " + isolation);
@@ -149,7 +153,7 @@ public class RdmaKafkaConsumerTest {
         Map<String, Object> bounded = Map.of(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "8192",
                 ConsumerConfig.FETCH_MAX_BYTES_CONFIG, "20000", ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "15");
         List<Seen> plain = consume(plainConsumer(bounded), topic, 4, 4000);
-        try (Consumer<String, String> c = rdmaConsumer(bounded)) {
+        try (Consumer<String, String> c = rdmaOnly(bounded)) {
             RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
             java.util.concurrent.atomic.AtomicLong most = new java.util.concurrent.atomic.AtomicLong();
             List<Seen> got = readAll(c, topic, 4, 4000, () -> {
@@ -168,7 +172,7 @@ public class RdmaKafkaConsumerTest {
         produce(topic, 3000, 200, Map.of());
         TopicPartition p0 = new TopicPartition(topic, 0);
         TopicPartition p1 = new TopicPartition(topic, 1);
-        try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "8192",
+        try (Consumer<String, String> c = rdmaOnly(Map.of(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "8192",
                 ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "15"))) {
             RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
             c.assign(List.of(p0, p1));
@@ -305,7 +309,7 @@ public class RdmaKafkaConsumerTest {
         Map<String, Object> uncommitted = Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
         List<Seen> plainUncommitted = consume(plainConsumer(uncommitted), topic, partitions, all);
         long asked = exporter.abortedTransactionRequests();
-        try (Consumer<String, String> c = rdmaConsumer(uncommitted)) {
+        try (Consumer<String, String> c = rdmaOnly(uncommitted)) {
             assertThat(readAll(c, topic, partitions, all)).isEqualTo(plainUncommitted);
             assertEveryRecordByRdma(c, plainUncommitted, "transactional topic, read_uncommitted");
         }
@@ -314,7 +318,7 @@ public class RdmaKafkaConsumerTest {
 
         Map<String, Object> readCommitted = Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         List<Seen> plainCommitted = consume(plainConsumer(readCommitted), topic, partitions, committed);
-        try (Consumer<String, String> c = rdmaConsumer(readCommitted)) {
+        try (Consumer<String, String> c = rdmaOnly(readCommitted)) {
             assertThat(readAll(c, topic, partitions, committed)).isEqualTo(plainCommitted);
             assertEveryRecordByRdma(c, plainCommitted, "transactional topic, read_committed");
         }
@@ -358,7 +362,7 @@ public class RdmaKafkaConsumerTest {
         Map<String, Object> readCommitted = Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         try (Producer<String, String> open = new KafkaProducer<>(producerProps(Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "open-" + topic)));
              Consumer<String, String> plain = plainConsumer(readCommitted);
-             Consumer<String, String> c = rdmaConsumer(readCommitted)) {
+             Consumer<String, String> c = rdmaOnly(readCommitted)) {
             open.initTransactions();
             open.beginTransaction();
             for (int i = 0; i < 30; i++) {
@@ -412,7 +416,7 @@ public class RdmaKafkaConsumerTest {
         TopicPartition tp = new TopicPartition(topic, 0);
         Map<String, Object> poisoned = Map.of(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, PoisonDeserializer.class);
         List<Seen> plain = consumeAcrossPoison(plainConsumer(poisoned), tp);
-        try (Consumer<String, String> c = rdmaConsumer(poisoned)) {
+        try (Consumer<String, String> c = rdmaOnly(poisoned)) {
             List<Seen> got = consumeAcrossPoison(c, tp);
             assertThat(got).isEqualTo(plain);
             assertThat(KafkaFixtures.rdmaRecords(c)).as("records came by RDMA").isEqualTo(299);
@@ -492,7 +496,7 @@ public class RdmaKafkaConsumerTest {
                     return transport.register(copy, io.rdma4j.core.Access.remoteRead());
                 })) {
             List<Seen> plain = consume(plainConsumer(Map.of()), topic, 1, 1000);
-            try (Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", address(tampering.address()),
+            try (Consumer<String, String> c = rdmaOnly(Map.of("rdma.exporter.address", address(tampering.address()),
                     ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "16384", "rdma.fetch.decode.ahead", decodeAhead))) {
                 List<Seen> got = consume(c, topic, 1, 1000);
                 RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
@@ -533,6 +537,91 @@ public class RdmaKafkaConsumerTest {
                     .as("RDMA reads resumed against the restarted exporter").isGreaterThan(readBytesBefore);
         } finally {
             own.close();
+        }
+    }
+
+    @Test
+    void aNewConsumerReadsThroughKafkaWhileItsExporterIsSlowToAcceptThenByRdmaFromWhereKafkaLeftOff() throws Exception {
+        String topic = topic(2, Map.of());
+        produce(topic, 3000, 100, Map.of());
+        List<TopicPartition> tps = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+        // The connect timeout is far beyond the deadlines below: a poll that waited for the connection would miss them.
+        try (HeldExporter held = new HeldExporter(exporter.address());
+             Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", held.address(), "rdma.connect-timeout", "90s",
+                     ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100"))) {
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            FetchFigures.Paths paths = new FetchFigures.Paths(c);
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (paths.records() == 0) {
+                assertThat(System.nanoTime()).as("records through Kafka within 30 s while the exporter holds the connection")
+                        .isLessThan(deadline);
+                paths.poll(Duration.ofMillis(100));
+            }
+            assertThat(held.accepted()).as("connections the consumer opened to the exporter meanwhile").isPositive();
+            assertThat(KafkaFixtures.rdmaRecords(c)).as("records by RDMA before the exporter took the connection").isZero();
+            assertThat(FetchFigures.fallbacks(c)).containsOnlyKeys("exporter-connecting");
+
+            held.release();
+            // Not polled meanwhile: Kafka's fetch already holds most of the records and would return them faster than
+            // the connection is made; once it is, RDMA takes each partition over at its position.
+            FetchFigures.await(() -> FetchFigures.connections(c) > 0, "the connection to the exporter");
+            deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (paths.records() < 3000) {
+                assertThat(System.nanoTime()).as("3000 records within 60 s, %d so far", paths.records()).isLessThan(deadline);
+                paths.poll(Duration.ofMillis(100));
+            }
+            assertThat(paths.poll(Duration.ofMillis(300))).as("records beyond the end").isZero();
+            paths.assertKafkaThenRdma(c.endOffsets(tps));
+            long byKafka = 3000 - KafkaFixtures.rdmaRecords(c);
+            System.out.printf("exporter slow to accept: %d records through Kafka, then %d by RDMA; polls per partition %s%n",
+                    byKafka, KafkaFixtures.rdmaRecords(c), paths.order());
+            assertThat(FetchFigures.fallbacks(c)).as("no other fallback").containsOnlyKeys("exporter-connecting");
+            assertThat(c.position(tps.get(0)) + c.position(tps.get(1))).isEqualTo(3000);
+        }
+    }
+
+    @Test
+    void withASetupWaitAPartitionWaitsForItsExporterInsteadOfComingThroughKafka() throws Exception {
+        String topic = topic(1, Map.of());
+        produce(topic, 500, 100, Map.of());
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (HeldExporter held = new HeldExporter(exporter.address());
+             Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", held.address(), "rdma.connect-timeout", "90s",
+                     RdmaConsumerConfig.SETUP_WAIT, "60000"))) {
+            c.assign(List.of(tp));
+            long until = System.nanoTime() + Duration.ofSeconds(2).toNanos();
+            while (System.nanoTime() < until) {
+                assertThat(c.poll(Duration.ofMillis(100)).count()).as("records while the exporter holds the connection").isZero();
+            }
+            assertThat(held.accepted()).isPositive();
+            held.release();
+            assertThat(pollUntil(c, 500)).extracting(Seen::offset).containsExactlyElementsOf(
+                    java.util.stream.LongStream.range(0, 500).boxed().toList());
+            assertThat(KafkaFixtures.rdmaRecords(c)).as("all by RDMA").isEqualTo(500);
+            assertThat(FetchFigures.fallbacks(c)).containsOnlyKeys("exporter-connecting");
+        }
+    }
+
+    @Test
+    void aConsumerClosesAtOnceWhileItsExporterConnectionIsStillBeingSetUp() throws Exception {
+        String topic = topic(1, Map.of());
+        produce(topic, 100, 100, Map.of());
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (HeldExporter held = new HeldExporter(exporter.address())) {
+            Consumer<String, String> c = rdmaConsumer(Map.of("rdma.exporter.address", held.address(), "rdma.connect-timeout", "90s"));
+            try {
+                c.assign(List.of(tp));
+                List<Seen> got = pollUntil(c, 100);
+                assertThat(got).as("through Kafka, the exporter holding the connection").hasSize(100);
+                assertThat(held.accepted()).isPositive();
+                assertThat(KafkaFixtures.rdmaRecords(c)).isZero();
+            } finally {
+                long start = System.nanoTime();
+                c.close();
+                assertThat(Duration.ofNanos(System.nanoTime() - start)).as("close, with the connect under way for up to 90 s")
+                        .isLessThan(Duration.ofSeconds(20));
+            }
         }
     }
 
@@ -582,7 +671,7 @@ public class RdmaKafkaConsumerTest {
         TopicPartition p1 = new TopicPartition(topic, 1);
         Map<TopicPartition, Long> ends = new HashMap<>();
         String log = RdmaFetchMetricsTest.capturingStandardError(() -> {
-            try (Consumer<String, String> c = rdmaConsumer(autoCommit)) {
+            try (Consumer<String, String> c = rdmaOnly(autoCommit)) {
                 c.subscribe(List.of(topic));
                 List<Seen> got = pollUntil(c, 4000);
                 assertEveryRecordByRdma(c, got, "auto-commit");
@@ -642,7 +731,7 @@ public class RdmaKafkaConsumerTest {
         List<Seen> got = new ArrayList<>();
         // Records whose commit failed (a rebalance in progress): a KafkaConsumer may deliver exactly these twice.
         java.util.Set<String> uncommitted = new java.util.HashSet<>();
-        try (Consumer<String, String> a = rdmaConsumer(member); Consumer<String, String> b = rdmaConsumer(member)) {
+        try (Consumer<String, String> a = rdmaOnly(member); Consumer<String, String> b = rdmaOnly(member)) {
             a.subscribe(List.of(topic));
             while (got.size() < 1000) {
                 pollAndCommit(a, got, uncommitted);
@@ -804,11 +893,11 @@ public class RdmaKafkaConsumerTest {
         long firstPass = cleanedUpTo(tp);
         assertThat(firstPass).as("the cleaner's first pass cleaned the log up to").isPositive();
         // A fresh RDMA consumer over the compacted log (offset gaps, thinned batches) equals the plain consumer.
-        try (Consumer<String, String> c = rdmaConsumer(Map.of())) {
+        try (Consumer<String, String> c = rdmaOnly(Map.of())) {
             assertThat(readAll(c, topic, 1, compacted.size())).isEqualTo(compacted);
             assertEveryRecordByRdma(c, compacted, "compacted topic after a cleaner pass, new consumer");
         }
-        try (Consumer<String, String> c = rdmaConsumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+        try (Consumer<String, String> c = rdmaOnly(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
             assertThat(readAll(c, topic, 1, compacted.size())).isEqualTo(compacted);
             assertEveryRecordByRdma(c, compacted, "compacted topic after a cleaner pass, new read_committed consumer");
         }
@@ -831,7 +920,7 @@ public class RdmaKafkaConsumerTest {
             got.addAll(pollUntil(c, expectedRest.size()));
             assertThat(got.subList(readBefore, got.size())).as("after compaction the RDMA consumer sees the compacted log")
                     .isEqualTo(expectedRest);
-            assertEveryRecordByRdma(c, got, "compacted topic, consumer reading across a second cleaner pass");
+            assertByRdmaButWhileConnecting(c, got, "compacted topic, consumer reading across a second cleaner pass");
         }
     }
 
@@ -893,7 +982,7 @@ public class RdmaKafkaConsumerTest {
             System.out.println("cleaner passes ended at offsets " + passes + "; " + got.size() + " records read across "
                     + gaps + " offset gaps; " + (tombstones - tombstonesLeft) + " of " + tombstones + " tombstones deleted; "
                     + compacted.size() + " records in the compacted log");
-            assertEveryRecordByRdma(c, got, "compacted topic, consumer polling while the cleaner runs");
+            assertByRdmaButWhileConnecting(c, got, "compacted topic, consumer polling while the cleaner runs");
         }
     }
 
@@ -1015,7 +1104,7 @@ public class RdmaKafkaConsumerTest {
     /** {@code kind} names the topic's kind in the printed per-partition counts. */
     private void assertSameAsPlain(String kind, String topic, int partitions, int expected, Map<String, Object> extra) {
         List<Seen> plain = consume(plainConsumer(extra), topic, partitions, expected);
-        try (Consumer<String, String> c = rdmaConsumer(extra)) {
+        try (Consumer<String, String> c = rdmaOnly(extra)) {
             List<Seen> got = readAll(c, topic, partitions, expected);
             assertThat(got).hasSize(plain.size()).isEqualTo(plain);
             assertEveryRecordByRdma(c, got, kind + ", " + extra.getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted"));
@@ -1060,29 +1149,39 @@ public class RdmaKafkaConsumerTest {
      * of that partition in {@code got}, and so does its total. Prints the counts under {@code label}.
      */
     static void assertEveryRecordByRdma(Consumer<String, String> c, List<Seen> got, String label) {
+        assertByRdma(c, got, label, false);
+    }
+
+    /**
+     * As {@link #assertEveryRecordByRdma}, but for the records Kafka's fetch returned while the consumer's exporter
+     * connection was set up, or set up again after the exporter closed it (a replaced segment): it does not wait.
+     */
+    static void assertByRdmaButWhileConnecting(Consumer<String, String> c, List<Seen> got, String label) {
+        assertByRdma(c, got, label, true);
+    }
+
+    private static void assertByRdma(Consumer<String, String> c, List<Seen> got, String label, boolean butWhileConnecting) {
         Map<Integer, Long> perPartition = new java.util.TreeMap<>();
         got.forEach(s -> perPartition.merge(s.partition(), 1L, Long::sum));
         String topic = c.assignment().iterator().next().topic();
+        boolean connecting = butWhileConnecting && FetchFigures.fallbacks(c).containsKey("exporter-connecting");
         StringBuilder line = new StringBuilder("RDMA records, " + label + ":");
         for (var e : perPartition.entrySet()) {
-            double rdma = partitionRdmaRecords(c, new TopicPartition(topic, e.getKey()));
+            double rdma = FetchFigures.rdmaRecords(c, new TopicPartition(topic, e.getKey()));
             line.append(" partition ").append(e.getKey()).append(' ').append((long) rdma).append('/').append(e.getValue());
-            assertThat(rdma).as("records-rdma-total of partition %d (%s)", e.getKey(), label).isEqualTo((double) e.getValue());
+            if (!connecting) {
+                assertThat(rdma).as("records-rdma-total of partition %d (%s)", e.getKey(), label).isEqualTo((double) e.getValue());
+            }
         }
         long total = KafkaFixtures.rdmaRecords(c);
-        System.out.println(line.append("; total ").append(total).append(" by RDMA of ").append(got.size()));
-        assertThat(total).as("records by RDMA (%s)", label).isEqualTo(got.size());
+        System.out.println(line.append("; total ").append(total).append(" by RDMA of ").append(got.size())
+                .append(connecting ? " (the rest through Kafka while the exporter connection was set up)" : ""));
+        if (connecting) {
+            KafkaFixtures.assertReadByRdma(c, got.size(), label);
+        } else {
+            assertThat(total).as("records by RDMA (%s)", label).isEqualTo(got.size());
+        }
         assertRdmaRead(c);
-    }
-
-    /** The consumer's {@code records-rdma-total} of {@code tp} in {@value RdmaFetchMetrics#GROUP}. */
-    static double partitionRdmaRecords(Consumer<String, String> c, TopicPartition tp) {
-        return c.metrics().entrySet().stream()
-                .filter(e -> e.getKey().group().equals(RdmaFetchMetrics.GROUP) && e.getKey().name().equals("records-rdma-total")
-                        && tp.topic().equals(e.getKey().tags().get("topic"))
-                        && String.valueOf(tp.partition()).equals(e.getKey().tags().get("partition")))
-                .map(e -> ((Number) e.getValue().metricValue()).doubleValue())
-                .findFirst().orElseThrow(() -> new AssertionError("no records-rdma-total for " + tp));
     }
 
     /** Polls until at least {@code count} records came (the topic holds more); returns them all. */
@@ -1158,6 +1257,15 @@ public class RdmaKafkaConsumerTest {
 
     private Consumer<String, String> plainConsumer(Map<String, Object> extra) {
         return new KafkaConsumer<>(consumerProps(extra));
+    }
+
+    /**
+     * An RDMA consumer whose records all come by RDMA: its partitions wait for the exporter connection rather than
+     * being fetched through Kafka meanwhile ({@link KafkaFixtures#waitingForRdma}), so the test covers the RDMA path
+     * for every record.
+     */
+    private Consumer<String, String> rdmaOnly(Map<String, Object> extra) {
+        return rdmaConsumer(KafkaFixtures.waitingForRdma(extra));
     }
 
     private Consumer<String, String> rdmaConsumer(Map<String, Object> extra) {

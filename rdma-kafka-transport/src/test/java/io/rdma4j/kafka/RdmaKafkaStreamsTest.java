@@ -90,8 +90,10 @@ class RdmaKafkaStreamsTest {
         Map<String, List<Long>> plain = runUntil("counts-plain", first, null, "plain-app");
 
         // On RDMA consumers: the same output, and the main consumer read every input record by RDMA.
+        // Its consumers wait for their exporter connection rather than fetching through Kafka meanwhile.
         RdmaKafkaClientSupplier rdma = new RdmaKafkaClientSupplier(Map.of("rdma.fetch.enabled", "true",
-                "rdma.exporter.address", "127.0.0.1:" + exporter.address().getPort(), "rdma.provider", "tcp"));
+                "rdma.exporter.address", "127.0.0.1:" + exporter.address().getPort(), "rdma.provider", "tcp",
+                RdmaConsumerConfig.SETUP_WAIT, "30000"));
         Map<String, Long> firstRun = new HashMap<>();
         Map<String, List<Long>> got = runUntil("counts-rdma", first, rdma, "rdma-app", firstRun);
         assertThat(got).isEqualTo(plain);

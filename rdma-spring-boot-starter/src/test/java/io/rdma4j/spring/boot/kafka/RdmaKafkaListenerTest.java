@@ -73,7 +73,9 @@ class RdmaKafkaListenerTest {
                                  "spring.kafka.consumer.auto-offset-reset=earliest",
                                  "spring.kafka.consumer.properties.rdma.fetch.enabled=true",
                                  "spring.kafka.consumer.properties.rdma.exporter.address=127.0.0.1:" + exporter.address().getPort(),
-                                 "spring.kafka.consumer.properties.rdma.provider=tcp")
+                                 "spring.kafka.consumer.properties.rdma.provider=tcp",
+                                 // The consumer waits for its exporter connection: every record is RDMA's.
+                                 "spring.kafka.consumer.properties.rdma.fetch.setup.wait.ms=30000")
                          .run()) {
                 ConsumerFactory<?, ?> factory = context.getBean(ConsumerFactory.class);
                 assertThat(factory).isInstanceOf(RdmaKafkaConsumerFactoryPostProcessor.RdmaConsumerFactoryAdapter.class);

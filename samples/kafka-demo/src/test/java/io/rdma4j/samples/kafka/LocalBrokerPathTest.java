@@ -69,6 +69,7 @@ class LocalBrokerPathTest {
             props.put("bootstrap.servers", consumer.group(1));
             props.put("rdma.exporter.address", listening.group(1));
             props.remove("rdma.shared-secret"); // the exporter was started without one, on loopback
+            props.put("rdma.fetch.setup.wait.ms", "30000"); // waits for its exporter connection: every record is RDMA's
             try (Consumer<String, String> c = RdmaConsumerFactory.create(props, new StringDeserializer(), new StringDeserializer())) {
                 c.subscribe(List.of("rdma-demo"));
                 int received = 0;

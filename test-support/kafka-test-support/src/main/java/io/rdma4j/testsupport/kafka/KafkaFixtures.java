@@ -124,6 +124,44 @@ public final class KafkaFixtures {
         return rdmaTotal(c, "records-rdma-total");
     }
 
+    /** The consumer's {@code fallbacks-total} per {@code reason} tag, those above zero. */
+    public static Map<String, Double> fallbacks(Consumer<?, ?> c) {
+        Map<String, Double> out = new java.util.TreeMap<>();
+        c.metrics().forEach((n, m) -> {
+            if (n.name().equals("fallbacks-total") && ((Number) m.metricValue()).doubleValue() > 0) {
+                out.put(n.tags().get("reason"), ((Number) m.metricValue()).doubleValue());
+            }
+        });
+        return out;
+    }
+
+    /**
+     * {@code props} with {@code rdma.fetch.setup.wait.ms} at 30 s: a new RDMA consumer's partitions wait for their
+     * exporter connections rather than being fetched through Kafka meanwhile, so that every record is RDMA's.
+     */
+    public static Map<String, Object> waitingForRdma(Map<String, ?> props) {
+        Map<String, Object> out = new HashMap<>(props);
+        out.put("rdma.fetch.setup.wait.ms", "30000");
+        return out;
+    }
+
+    /**
+     * Every one of the {@code records} a new RDMA consumer returned came by RDMA, but those Kafka's fetch returned while
+     * its connections to the exporters were still being set up (a consumer does not wait for them): then the only
+     * fallbacks are {@code exporter-connecting} ones, and RDMA read the rest.
+     */
+    public static void assertReadByRdma(Consumer<?, ?> c, long records, String label) {
+        Map<String, Double> fallbacks = fallbacks(c);
+        long rdma = rdmaRecords(c);
+        assertThat(fallbacks.keySet()).as("fallback reasons of %s", label).isSubsetOf("exporter-connecting");
+        if (fallbacks.isEmpty()) {
+            assertThat(rdma).as("records by RDMA of %s", label).isEqualTo(records);
+        } else {
+            assertThat(rdma).as("records by RDMA of %s, the rest through Kafka while it connected", label).isPositive()
+                    .isLessThanOrEqualTo(records);
+        }
+    }
+
     /** Fetches the consumer retried at once after a rejected READ or a closed connection ({@code retries-total}). */
     public static long rdmaRetries(Consumer<?, ?> c) {
         return rdmaTotal(c, "retries-total");

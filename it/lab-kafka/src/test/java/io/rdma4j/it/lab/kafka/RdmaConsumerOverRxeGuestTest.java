@@ -111,6 +111,8 @@ class RdmaConsumerOverRxeGuestTest {
             rdma.put("rdma.fetch.enabled", "true");
             rdma.put("rdma.exporter.port", Integer.toString(port)); // No address: each partition from its leader's exporter.
             rdma.putAll(verbsTransport(device));
+            // The consumer waits for its exporter connections: every record is RDMA's.
+            rdma.putAll(KafkaFixtures.waitingForRdma(Map.of()));
             try (Consumer<String, String> c = RdmaConsumerFactory.create(rdma, null, null)) {
                 RdmaKafkaConsumer<String, String> r = (RdmaKafkaConsumer<String, String>) c;
                 assertThat(r.rdmaActive()).as("the consumer opened its RDMA transport").isTrue();

@@ -1,0 +1,193 @@
+package io.rdma4j.kafka;
+
+import io.rdma4j.core.ProtocolException;
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RemoteRequestException;
+import io.rdma4j.core.RequestTypes;
+import io.rdma4j.kafka.protocol.ExporterAuthentication;
+import io.rdma4j.kafka.protocol.SegmentDirectory;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.security.token.delegation.DelegationToken;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What makes a connection to a log exporter ready, off the polling thread, so that a consumer's start and a token's
+ * replacement never hold up its poll: connecting (on the transport's threads), creating or replacing the delegation
+ * token (the consumer's setup thread: one daemon thread, there only while there is work), proving it (two requests,
+ * chained on their replies) and having an exporter that checks ACLs decide on the consumer's topics. Each step ends in
+ * a {@link Setup} that {@link ExporterConnections} takes over on the polling thread; nothing here touches its state.
+ * A consumer that proves no token has no setup thread.
+ */
+final class ExporterSetup implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ExporterSetup.class);
+    /** How long close() waits for the setup thread to expire the consumer's tokens (it goes on by itself after). */
+    private static final long CLOSE_WAIT_MS = 2_000;
+
+    /** What a proof came to. */
+    enum Proof {
+        /** Nothing was proven: the consumer proves no token. */
+        NONE,
+        /** The exporter took the token and checks Kafka ACLs. */
+        CHECKED,
+        /** The exporter checks no ACLs (its answer or its error says so): nothing is read from it. */
+        NOT_CHECKING,
+        /** The exporter did not take the token (not known to its broker yet, expired, deleted). */
+        REFUSED,
+        /** No token could be created (logged by the credentials). */
+        NO_TOKEN
+    }
+
+    /** An open connection, the token proven on it (or tried, or null) and how that went; {@code detail} for logs. */
+    record Setup(RdmaConnection connection, DelegationToken token, Proof proof, String detail) {
+    }
+
+    private final RdmaTransport transport;
+    /** Null when the consumer proves nothing. */
+    private final DelegationTokenCredentials credentials;
+    /** The setup thread, which alone calls the credentials' cluster calls; null with no credentials. */
+    private final ThreadPoolExecutor thread;
+
+    ExporterSetup(RdmaTransport transport, DelegationTokenCredentials credentials) {
+        this.transport = transport;
+        this.credentials = credentials;
+        this.thread = credentials == null ? null : new ThreadPoolExecutor(0, 1, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                Thread.ofPlatform().daemon().name("rdma4j-kafka-setup").factory());
+    }
+
+    /**
+     * Connects to {@code exporter} and proves the token there when the consumer proves one; {@code reading}: the
+     * partitions to be read from it, whose topics the exporter is asked to decide on ({@link #decideAhead}).
+     */
+    CompletableFuture<Setup> connect(InetSocketAddress exporter, Collection<TopicPartition> reading) {
+        CompletableFuture<RdmaConnection> connecting;
+        try {
+            connecting = transport.connect(exporter); // Fails by itself after the transport's connect timeout.
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        if (credentials == null) {
+            return connecting.thenApply(c -> new Setup(c, null, Proof.NONE, ""));
+        }
+        return connecting.thenCompose(c -> {
+            CompletableFuture<Setup> proving;
+            try {
+                proving = prove(c, reading);
+            } catch (RuntimeException e) { // The consumer closed meanwhile.
+                c.close();
+                throw e;
+            }
+            return proving.whenComplete((s, e) -> {
+                if (e != null) {
+                    c.close();
+                }
+            });
+        });
+    }
+
+    /** Proves the current token on {@code c}, creating or replacing it first where due; then decides ahead on {@code reading}. */
+    CompletableFuture<Setup> prove(RdmaConnection c, Collection<TopicPartition> reading) {
+        return CompletableFuture.supplyAsync(credentials::current, thread).thenCompose(token -> token == null
+                ? CompletableFuture.completedFuture(new Setup(c, null, Proof.NO_TOKEN, "no delegation token"))
+                : proveToken(c, token)).thenCompose(s -> s.proof() == Proof.CHECKED
+                ? decideAhead(c, reading).thenApply(v -> s) : CompletableFuture.completedFuture(s));
+    }
+
+    /**
+     * Asks the exporter for one directory of each topic in {@code reading}, the answers unused: an exporter that checks
+     * ACLs decides then (and keeps for a while) whether the proven token may read the topic, which takes it hundreds
+     * of ms (it asks the cluster as the token), so the polling thread's first fetch from it need not wait for that.
+     */
+    private static CompletableFuture<Void> decideAhead(RdmaConnection c, Collection<TopicPartition> reading) {
+        Map<String, TopicPartition> onePerTopic = new HashMap<>();
+        reading.forEach(tp -> onePerTopic.putIfAbsent(tp.topic(), tp));
+        List<CompletableFuture<?>> asked = new ArrayList<>();
+        for (TopicPartition tp : onePerTopic.values()) {
+            try {
+                asked.add(c.request(RequestTypes.KAFKA_DIRECTORY, ByteBuffer.wrap(new SegmentDirectory.Request(tp.topic(),
+                        tp.partition(), 0).toBytes())).handle((answer, error) -> null));
+            } catch (RuntimeException e) {
+                break; // The connection failed: the polling thread finds out.
+            }
+        }
+        return CompletableFuture.allOf(asked.toArray(CompletableFuture[]::new));
+    }
+
+    /** Creates the token, or replaces it where due, without proving it anywhere yet. */
+    CompletableFuture<Void> renew() {
+        return CompletableFuture.runAsync(credentials::current, thread);
+    }
+
+    /** Expires {@code old}, which no connection holds any more, unless another replacement got there first. */
+    CompletableFuture<Void> expire(DelegationToken old) {
+        return CompletableFuture.runAsync(() -> credentials.expireRetiring(old), thread);
+    }
+
+    /** A challenge, then the proof over its nonce; a failure of the connection itself fails the future. */
+    private static CompletableFuture<Setup> proveToken(RdmaConnection c, DelegationToken token) {
+        String id = token.tokenInfo().tokenId();
+        return c.request(RequestTypes.KAFKA_AUTHENTICATE, ByteBuffer.wrap(new ExporterAuthentication.Challenge().toBytes()))
+                .thenCompose(nonce -> c.request(RequestTypes.KAFKA_AUTHENTICATE, ByteBuffer.wrap(new ExporterAuthentication.Proof(id,
+                        ExporterAuthentication.proof(token.hmac(), ExporterAuthentication.nonce(nonce), id)).toBytes())))
+                .handle((answer, error) -> verdict(c, token, answer, error));
+    }
+
+    /** What the exporter's answer to a proof says; an error of the connection itself is thrown on. */
+    private static Setup verdict(RdmaConnection c, DelegationToken token, ByteBuffer answer, Throwable error) {
+        Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+        try {
+            if (cause == null) {
+                ExporterAuthentication.Verdict verdict = ExporterAuthentication.Verdict.fromBytes(answer);
+                return verdict == ExporterAuthentication.Verdict.ACLS_CHECKED ? new Setup(c, token, Proof.CHECKED, "")
+                        : new Setup(c, token, Proof.NOT_CHECKING, "it answered " + verdict);
+            }
+        } catch (ProtocolException e) {
+            cause = e;
+        }
+        if (cause instanceof ProtocolException e) {
+            return new Setup(c, token, Proof.NOT_CHECKING, e.getMessage());
+        }
+        if (cause instanceof RemoteRequestException e) {
+            return e.status() == RemoteRequestException.Status.REFUSED ? new Setup(c, token, Proof.REFUSED, e.getMessage())
+                    : new Setup(c, token, Proof.NOT_CHECKING, "it takes no delegation token (" + e.getMessage() + ")");
+        }
+        throw cause instanceof RuntimeException r ? r : new CompletionException(cause);
+    }
+
+    /**
+     * Lets the setup thread finish what it does (a token being created is not abandoned: the cluster would keep it),
+     * then expire the consumer's tokens, waiting for that only briefly. Connections still being set up are the
+     * caller's to discard; a connect under way ends with the transport.
+     */
+    @Override
+    public void close() {
+        if (thread == null) {
+            return;
+        }
+        credentials.closing();
+        thread.execute(credentials::close);
+        thread.shutdown();
+        try {
+            if (!thread.awaitTermination(CLOSE_WAIT_MS, TimeUnit.MILLISECONDS)) {
+                LOG.debug("the rdma4j setup thread expires the consumer's delegation token after close returned");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
