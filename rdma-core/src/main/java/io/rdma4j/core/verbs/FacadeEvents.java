@@ -55,8 +55,14 @@ final class FacadeEvents {
     record ClosedAlready(RdmaException cause) {
     }
 
-    /** Under the lock: where to deliver {@code message} once the lock is released, or null when it is kept for {@link #start}. */
+    /**
+     * Under the lock: where to deliver {@code message} once the lock is released, or null when it is kept for
+     * {@link #start}, or dropped because the facade has heard of the close (nothing comes after it).
+     */
     ConnectionEvents deliverTo(ByteBuffer message) {
+        if (closedReported) {
+            return null;
+        }
         if (events == null) {
             early.add(message);
         }

@@ -18,7 +18,7 @@ final class InboundMessages {
 
     /** What the connection does for this room. */
     interface Owner {
-        /** Under the connection's lock: whether it is closing or closed, and arrivals are dropped. */
+        /** Under the connection's lock: whether it is closing or closed; what arrives is then delivered, nothing sent. */
         boolean closing();
 
         /** The peer broke the verbs message protocol, or failed authentication. */
@@ -65,28 +65,31 @@ final class InboundMessages {
         MessageChannel.Received received;
         ConnectionEvents deliverTo = null;
         boolean proven;
+        boolean closing = false;
         try {
             lock.lock();
             try {
-                if (owner.closing()) {
-                    return;
-                }
-                received = messages.accept(fragment);
+                // What arrived before the connection closed (a peer that sent, then disconnected) is still delivered,
+                // until the facade hears of the close; a closing connection sends nothing back, not even credits.
+                closing = owner.closing();
+                received = closing ? messages.acceptClosing(fragment) : messages.accept(fragment);
                 // a proof before the exchange passed, anything else after it (else it throws)
                 proven = proof.check(received, peer.get());
-                if (proven) {
+                if (proven && !closing) {
                     proof.answer(messages);
-                } else if (received.complete() && received.payload() != null) {
+                } else if (!proven && received.complete() && received.payload() != null) {
                     deliverTo = facade.deliverTo(received.payload());
                 }
             } finally {
                 lock.unlock();
             }
         } catch (ProtocolException | AuthenticationException e) {
-            owner.refuse(e);
+            if (!closing) {
+                owner.refuse(e);
+            }
             return;
         }
-        if (proven) {
+        if (proven && !closing) {
             proof.succeeded();
         }
         if (deliverTo != null) {

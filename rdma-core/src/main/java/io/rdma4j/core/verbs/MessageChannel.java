@@ -309,10 +309,24 @@ final class MessageChannel {
      *                           longer than this side's max-message-size
      */
     Received accept(Fragment fragment) {
+        return accept(fragment, true);
+    }
+
+    /**
+     * {@link #accept(Fragment)} on a connection that is closing: what came before the close is still put together,
+     * but nothing is sent any more, not even credits.
+     */
+    Received acceptClosing(Fragment fragment) {
+        return accept(fragment, false);
+    }
+
+    private Received accept(Fragment fragment, boolean sends) {
         int newCredits = creditsAfter(credits, fragment.returnedCredits(), creditLimit);
         if (fragment.bytes() == null) {
             credits = newCredits;
-            flush();
+            if (sends) {
+                flush();
+            }
             return new Received(fragment.returnedCredits(), null, false);
         }
         int newPeerCredits = peerCreditsAfterData(peerCredits, creditLimit);
@@ -321,11 +335,15 @@ final class MessageChannel {
         creditUsed((fragment.flag() & FLAG_BACKLOG) != 0);
         if (fragment.flag() == FLAG_RELEASE) {
             takeRelease(fragment.bytes().getInt(0));
-            flush();
+            if (sends) {
+                flush();
+            }
             return new Received(fragment.returnedCredits(), null, false);
         }
         Received r = message.add(fragment);
-        flush();
+        if (sends) {
+            flush();
+        }
         return r;
     }
 

@@ -576,6 +576,38 @@ public abstract class ProviderContractTest {
         assertThat(failureOf(connection.send(new byte[max + 1]))).isInstanceOf(IllegalArgumentException.class);
     }
 
+    /**
+     * A peer that sends and closes once its sends completed, as a stream's writer closes after its last write: what
+     * it sent is received, whole and in order, and only then does the connection end.
+     */
+    @Test
+    void messagesSentBeforeThePeerClosedAreReceivedBeforeTheClose() throws Exception {
+        RdmaConnection serverSide = accepted.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertThat(serverSide).isNotNull();
+        int count = 64;
+        byte[] last = new byte[config().maxMessageSize()];
+        new Random(13).nextBytes(last);
+        List<CompletableFuture<Void>> sent = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            sent.add(connection.send(("message " + i).getBytes(StandardCharsets.UTF_8)));
+        }
+        sent.add(connection.send(last));
+        for (CompletableFuture<Void> f : sent) {
+            await(f);
+        }
+        connection.close();
+        for (int i = 0; i < count; i++) {
+            ByteBuffer m = await(serverSide.receive());
+            assertThat(StandardCharsets.UTF_8.decode(m).toString()).as("message %d after the peer closed", i)
+                    .isEqualTo("message " + i);
+        }
+        ByteBuffer got = await(serverSide.receive());
+        byte[] copy = new byte[got.remaining()];
+        got.get(copy);
+        assertThat(copy).as("the largest message, sent last").isEqualTo(last);
+        assertThat(failureOf(serverSide.receive())).isInstanceOf(ConnectionClosedException.class);
+    }
+
     // ---- concurrency ----
 
     @Test
