@@ -44,11 +44,17 @@ public final class LabRunner {
      * is not specific to the device, so running them on both cost the test command about a minute and a half and
      * showed nothing new. The secret variant of the contract suite runs on rxe0 (VerbsAuthGuestTest checks the
      * shared secret's handshake on both devices); the doctor's two-process check runs on siw0, the device whose
-     * connections must go through rdma_cm.
+     * connections must go through rdma_cm. Netty's suite classes run on rxe0: they check the Netty transport's channel
+     * over a verbs transport, which the contract suite checks on both devices.
      */
     static final Map<String, String> DEFAULT_ONE_DEVICE_ONLY = Map.of(
             "SecretVerbsContractGuestTest", "rxe0",
-            "DoctorFabricCheckGuestTest", "siw0");
+            "DoctorFabricCheckGuestTest", "siw0",
+            "NettyEchoGuestTest", "rxe0",
+            "NettyHalfClosedGuestTest", "rxe0",
+            "NettyConditionalWritabilityGuestTest", "rxe0",
+            "NettyGatheringWriteGuestTest", "rxe0",
+            "NettyRstGuestTest", "rxe0");
     /** The verbs benchmark against perftest (about 20 minutes): run by {@code VerbsBenchmarkLabTest}, profile bench. */
     public static final String BENCHMARK_INCLUDE = ".*BenchmarkGuestTest";
     public static final String NOT_SET_UP = "soft-RDMA lab not set up: run it/lab/rdma-lab.sh setup (as root)";

@@ -1,0 +1,23 @@
+package io.rdma4j.it.lab;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
+import io.netty.testsuite.transport.socket.SocketConditionalWritabilityTest;
+
+import java.net.SocketAddress;
+import java.util.List;
+
+/** Netty's SocketConditionalWritabilityTest on rdma4j's channels over the lab's verbs device: writability following the water marks under load. */
+class NettyConditionalWritabilityGuestTest extends SocketConditionalWritabilityTest {
+
+    @Override
+    protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {
+        return LabNettyPermutation.INSTANCE.socket();
+    }
+
+    @Override
+    protected SocketAddress newSocketAddress() {
+        return LabNettyPermutation.serverAddress();
+    }
+}
