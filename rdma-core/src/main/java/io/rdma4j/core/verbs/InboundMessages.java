@@ -5,6 +5,7 @@ import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.spi.ConnectionEvents;
 
+import java.util.ArrayDeque;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
@@ -13,6 +14,11 @@ import java.util.function.Supplier;
  * (which then serves every connection again), its credits counted ({@link MessageChannel}), the peer's proof of the
  * shared secret checked before anything else ({@link ProofExchange}), and whole messages handed to the facade. A peer
  * that breaks the protocol or fails its proof closes its own connection only.
+ *
+ * <p>On the connecting side the queue pair can receive before the connection learns its peer's parameters: the
+ * accepting side may send as soon as it sees the connection established, and its first fragments can complete
+ * before the ESTABLISHED event that carries those parameters is handled here. They wait until {@link #opened}, a
+ * few at most.
  */
 final class InboundMessages {
 
@@ -35,6 +41,16 @@ final class InboundMessages {
     private final FacadeEvents facade;
     private final Owner owner;
     private final Supplier<String> peer;
+    /**
+     * Fragments that may arrive before {@link #opened}: what the peer's receives are reserved for (an honest peer
+     * sends no more before it hears from this side); whether they were its to send is checked once they are handled.
+     */
+    private static final int EARLY_MOST = ReceivePool.RESERVED_CREDITS + ReceivePool.CONTROL_SLOTS;
+    /**
+     * Under the lock: fragments that arrived before {@link #opened}, in order; null once the connection knows its
+     * peer's parameters and what came early has been handled.
+     */
+    private ArrayDeque<MessageChannel.Fragment> early = new ArrayDeque<>();
 
     InboundMessages(ReentrantLock lock, ReceivePool receives, boolean iwarp, MessageChannel messages, ProofExchange proof,
                     FacadeEvents facade, Owner owner, Supplier<String> peer) {
@@ -62,6 +78,49 @@ final class InboundMessages {
             }
             return;
         }
+        String tooEarly = null;
+        lock.lock();
+        try {
+            if (early != null) {
+                if (early.size() < EARLY_MOST) {
+                    early.add(fragment);
+                    return;
+                }
+                tooEarly = early.stream().map(f -> Integer.toHexString(f.flag())).toList().toString();
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (tooEarly != null) {
+            owner.refuse(new ProtocolException("peer sent more than " + EARLY_MOST + " messages before the connection"
+                    + " was established (flags " + tooEarly + "): not an rdma4j verbs peer, or a corrupted one"));
+            return;
+        }
+        accept(fragment);
+    }
+
+    /**
+     * The connection knows its peer's parameters ({@link MessageChannel#open}): handles what arrived before, in order,
+     * and from then on each fragment as it arrives. Called once, without the lock.
+     */
+    void opened() {
+        while (true) {
+            MessageChannel.Fragment next;
+            lock.lock();
+            try {
+                next = early == null ? null : early.poll();
+                if (next == null) {
+                    early = null;
+                    return;
+                }
+            } finally {
+                lock.unlock();
+            }
+            accept(next);
+        }
+    }
+
+    private void accept(MessageChannel.Fragment fragment) {
         MessageChannel.Received received;
         ConnectionEvents deliverTo = null;
         boolean proven;

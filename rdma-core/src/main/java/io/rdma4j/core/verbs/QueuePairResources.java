@@ -8,6 +8,7 @@ import io.rdma4j.nativeloader.VerbsOps;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.function.IntSupplier;
 
 /**
  * What one connection owns natively, as pyverbs' objects own theirs: its RC queue pair on the transport's shared
@@ -64,10 +65,10 @@ final class QueuePairResources implements AutoCloseable {
      * Destroys the queue pair (its last receives dispatched from the shared receive CQ) and its send CQ, and gives
      * the reservation and the {@code lentCredits} back to the transport's receive pool.
      */
-    void release(VerbsTransport transport, int lentCredits) {
+    void release(VerbsTransport transport, IntSupplier lentCredits) {
         transport.receiveCompletions.retire(queuePairNumber, this::destroyQueuePair);
         close();
-        transport.receives.leave(lentCredits);
+        transport.receives.leave(lentCredits.getAsInt());
     }
 
     /**

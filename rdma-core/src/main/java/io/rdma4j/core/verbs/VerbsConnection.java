@@ -120,6 +120,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         } finally {
             lock.unlock();
         }
+        inbound.opened();
     }
 
     /**
@@ -138,6 +139,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         } finally {
             lock.unlock();
         }
+        inbound.opened();
         int readDepth = transport.device.readDepth;
         int responder = Math.min(readDepth, Math.max(1, request.initiatorDepth()));
         int initiator = Math.min(readDepth, Math.max(1, request.responderResources()));
@@ -507,7 +509,8 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         transport.cmEvents.forget(id);
         QueuePairResources r = resources;
         if (r != null) {
-            r.release(transport, messages == null ? 0 : messages.lentCredits());
+            // read once the last receives were dispatched: each may give a lent credit back
+            r.release(transport, () -> messages == null ? 0 : messages.lentCredits());
         }
         RdmaCm.destroyId(id);
     }

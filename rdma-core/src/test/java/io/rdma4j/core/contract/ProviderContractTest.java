@@ -608,6 +608,27 @@ public abstract class ProviderContractTest {
         assertThat(failureOf(serverSide.receive())).isInstanceOf(ConnectionClosedException.class);
     }
 
+    /**
+     * An accepting side that sends the moment it has the connection: its messages may reach the connecting side
+     * before that side has handled its own connection's establishment, and still arrive, whole and in order.
+     */
+    @Test
+    void messagesSentTheMomentAConnectionIsAcceptedArrive() throws Exception {
+        RdmaListener greeting = server.listen(listenAddress(), c -> {
+            c.send("hello".getBytes(StandardCharsets.UTF_8));
+            c.send("world".getBytes(StandardCharsets.UTF_8));
+        });
+        for (int i = 0; i < 24; i++) {
+            RdmaConnection c = client.connect(greeting.localAddress()).get(WAIT_SECONDS, TimeUnit.SECONDS);
+            assertThat(StandardCharsets.UTF_8.decode(await(c.receive())).toString()).as("connection %d", i)
+                    .isEqualTo("hello");
+            assertThat(StandardCharsets.UTF_8.decode(await(c.receive())).toString()).as("connection %d", i)
+                    .isEqualTo("world");
+            c.close();
+        }
+        greeting.close();
+    }
+
     // ---- concurrency ----
 
     @Test
