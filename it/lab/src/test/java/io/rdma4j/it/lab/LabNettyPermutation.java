@@ -28,8 +28,12 @@ final class LabNettyPermutation extends SocketTestPermutation {
     static final LabDevice DEVICE = LabDevice.current();
     /** Every test of the JVM shares one transport and group: opening a verbs transport is what costs. */
     static final RdmaTransport TRANSPORT = RdmaTransport.open(VerbsLab.config(DEVICE));
+    /**
+     * As many loops as Netty's own permutations have: a test's server, client and accepted channels then land on three
+     * different loops, which the suite needs (a half-close test's handler blocks its loop until the peer has closed).
+     */
     static final EventLoopGroup GROUP = new MultiThreadIoEventLoopGroup(
-            2, new DefaultThreadFactory("lab-netty-rdma", true), RdmaIoHandler.newFactory(TRANSPORT));
+            NUM_THREADS, new DefaultThreadFactory("lab-netty-rdma", true), RdmaIoHandler.newFactory(TRANSPORT));
 
     private LabNettyPermutation() {
     }
