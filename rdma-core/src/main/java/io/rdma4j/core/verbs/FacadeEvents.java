@@ -25,29 +25,39 @@ final class FacadeEvents {
     }
 
     /**
-     * The facade starts listening: it gets the messages that came before, and the close when
-     * {@code closedAlready} (asked under the lock) says the connection is closed already (null: it is not).
+     * The facade starts listening: it gets the messages that came before, in order and before any that come after,
+     * and the close when {@code closedAlready} (asked under the lock) says the connection is closed already (null: it
+     * is not). Messages that arrive while the earlier ones are delivered queue behind them: the facade is only named
+     * to {@link #deliverTo} once nothing is left queued.
      */
     void start(ConnectionEvents events, Supplier<ClosedAlready> closedAlready) {
-        List<ByteBuffer> queued;
-        ClosedAlready closed;
-        lock.lock();
-        try {
-            this.events = events;
-            queued = new ArrayList<>(early);
-            early.clear();
-            closed = closedAlready.get();
-            if (closed != null && !closedReported) {
-                closedReported = true;
-            } else {
-                closed = null;
+        while (true) {
+            List<ByteBuffer> queued = null;
+            ClosedAlready closed = null;
+            lock.lock();
+            try {
+                if (early.isEmpty()) {
+                    this.events = events;
+                    closed = closedAlready.get();
+                    if (closed != null && !closedReported) {
+                        closedReported = true;
+                    } else {
+                        closed = null;
+                    }
+                } else {
+                    queued = new ArrayList<>(early);
+                    early.clear();
+                }
+            } finally {
+                lock.unlock();
             }
-        } finally {
-            lock.unlock();
-        }
-        queued.forEach(events::onMessage);
-        if (closed != null) {
-            events.onClosed(closed.cause());
+            if (queued == null) {
+                if (closed != null) {
+                    events.onClosed(closed.cause());
+                }
+                return;
+            }
+            queued.forEach(events::onMessage);
         }
     }
 

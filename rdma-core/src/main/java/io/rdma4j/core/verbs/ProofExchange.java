@@ -12,6 +12,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
@@ -47,6 +48,13 @@ final class ProofExchange {
     /** Passive side: hands the connection to the listener; why a peer that disagrees on authentication is closed. */
     private Runnable handOver;
     private AuthenticationException refusal;
+    /**
+     * Passive side with a secret: what the hand-over still waits for, ESTABLISHED handled and the peer's proof
+     * accepted. The proof can come first: the connecting side sends it once its own ESTABLISHED arrived, and the
+     * listener's queue pair receives from the moment it accepted, before its CM event is handled. Whichever comes
+     * second hands over, so the application never gets a connection that cannot send yet.
+     */
+    private final AtomicInteger handOverAwaits = new AtomicInteger(2);
     // guarded by the connection's lock
     private byte[] peerNonce;
     private boolean done;
@@ -101,6 +109,7 @@ final class ProofExchange {
         } else if (secret == null) {
             handOver.run();
         } else {
+            readyToHandOver();
             CompletableFuture.delayedExecutor(timeout.toNanos(), TimeUnit.NANOSECONDS).execute(() -> {
                 if (!passed.isDone()) { // neither proven nor closed
                     reject.accept(new AuthenticationException(who + " sent no proof of the shared secret within "
@@ -199,9 +208,18 @@ final class ProofExchange {
         }
     }
 
-    /** Without the connection's lock, the peer's proof accepted: the passive side hands the connection over. */
+    /**
+     * Without the connection's lock, the peer's proof accepted: the passive side hands the connection over, once
+     * ESTABLISHED was handled too.
+     */
     void succeeded() {
         if (handOver != null) {
+            readyToHandOver();
+        }
+    }
+
+    private void readyToHandOver() {
+        if (handOverAwaits.decrementAndGet() == 0) {
             handOver.run();
         }
     }

@@ -155,6 +155,7 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         }
         int type = e.type();
         Runnable attach = null;
+        RdmaException refusedWhileAccepting = null;
         boolean unattached = false;
         lock.lock();
         try {
@@ -162,6 +163,8 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
                 state = State.OPEN;
                 attach = onEstablished;
                 onEstablished = null;
+                // the queue pair received before this event: a peer refused then is closed now that it is attached
+                refusedWhileAccepting = closeCause;
             } else {
                 unattached = state == State.ACCEPTING;
             }
@@ -170,6 +173,10 @@ final class VerbsConnection implements ProviderConnection, CompletionPolling.Han
         }
         if (attach != null) {
             attach.run();
+            if (refusedWhileAccepting != null) {
+                beginClose(refusedWhileAccepting);
+                return;
+            }
             proof.established(transport.config.connectTimeout(), String.valueOf(remote), this::refuse);
             return;
         }

@@ -6,6 +6,7 @@ import io.rdma4j.core.ProtocolException;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -33,7 +34,9 @@ class ProofExchangeTest {
 
         assertThat(listener.check(proof(connector.ownProof()), PEER)).isTrue();
         listener.succeeded();
-        assertThat(handedOver).hasValue(1);
+        assertThat(handedOver).as("the proof came before the listener handled ESTABLISHED").hasValue(0);
+        listener.established(Duration.ofMinutes(1), PEER, e -> handedOver.addAndGet(100));
+        assertThat(handedOver).as("handed over once both happened").hasValue(1);
         assertThat(connector.check(proof(listener.ownProof()), PEER)).isTrue();
         connector.succeeded();
         assertThat(connector.awaitPeer(System.nanoTime(), PEER)).isNull();
@@ -41,6 +44,20 @@ class ProofExchangeTest {
         assertThat(listener.check(data(), PEER)).isFalse();
         assertThatThrownBy(() -> listener.check(proof(connector.ownProof()), PEER)).isInstanceOf(ProtocolException.class)
                 .hasMessageContaining("after authentication");
+    }
+
+    @Test
+    void theListenerHandsOverOnceWhenTheProofComesAfterEstablished() {
+        ProofExchange connector = new ProofExchange(SECRET, true);
+        ProofExchange listener = new ProofExchange(SECRET, false);
+        AtomicInteger handedOver = new AtomicInteger();
+        listener.accepting(peerOf(connector), PEER, handedOver::incrementAndGet);
+        assertThat(connector.mismatch(peerOf(listener), PEER)).isNull();
+        listener.established(Duration.ofMinutes(1), PEER, e -> handedOver.addAndGet(100));
+        assertThat(handedOver).as("no proof yet").hasValue(0);
+        assertThat(listener.check(proof(connector.ownProof()), PEER)).isTrue();
+        listener.succeeded();
+        assertThat(handedOver).hasValue(1);
     }
 
     @Test
