@@ -12,6 +12,11 @@ import java.nio.channels.SocketChannel;
  * write without ever blocking on a peer that does not read ({@link OutgoingFrames}). The reader thread waits in a
  * selector for data and, while frames {@link Output#awaitsRoom await room}, for room to write them too: the thread
  * that reads the connection also finishes what the socket did not take at once.
+ *
+ * <p>Why not a reader that blocks in {@code read}, as NIO's blocking client does: a blocking socket needs a writer
+ * thread, so that no caller and never the reader blocks on a peer that does not read, and each frame then costs a
+ * hand-off to it. Measured on 2 cores ({@code PairedProbe}, three runs), that design did 0.77–0.87× this one's 64 B
+ * reads and no better on 1 MiB (0.94–0.96× with one in flight, 0.97–1.06× with eight).
  */
 final class PlainChannel implements FrameChannel {
 
