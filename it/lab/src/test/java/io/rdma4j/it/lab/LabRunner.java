@@ -55,7 +55,10 @@ public final class LabRunner {
             "NettyConditionalWritabilityGuestTest", "rxe0",
             "NettyGatheringWriteGuestTest", "rxe0",
             "NettyRstGuestTest", "rxe0");
-    /** The verbs benchmark against perftest (about 20 minutes): run by {@code VerbsBenchmarkLabTest}, profile bench. */
+    /**
+     * A module's benchmark guest classes (the verbs benchmark against perftest, Netty's and Kafka's over rxe0): only
+     * the bench profile runs them, each from a lab test of its own.
+     */
     public static final String BENCHMARK_INCLUDE = ".*BenchmarkGuestTest";
     public static final String NOT_SET_UP = "soft-RDMA lab not set up: run it/lab/rdma-lab.sh setup (as root)";
     private static final Duration SETUP_TIMEOUT = Duration.ofMinutes(30);
@@ -119,8 +122,8 @@ public final class LabRunner {
                 Duration.ofSeconds(Long.getLong("rdma4j.lab.timeoutSeconds", 3600)),
                 guestEnv(System.getProperty("rdma4j.lab.guestEnv", "")),
                 words(System.getProperty("rdma4j.lab.guestJvmOptions", "")),
-                // The benchmark pins both sides to the guest's CPUs: a second device's JVM would disturb it.
-                !include.equals(BENCHMARK_INCLUDE)
+                // A benchmark pins both sides to the guest's CPUs: a second device's JVM would disturb it.
+                !include.endsWith("BenchmarkGuestTest")
                         && Boolean.parseBoolean(System.getProperty("rdma4j.lab.parallelDevices", "true")));
     }
 

@@ -1,6 +1,9 @@
 package io.rdma4j.it.bench.netty;
 
+import io.rdma4j.core.TransportConfig;
 import org.junit.jupiter.api.Test;
+
+import java.net.InetAddress;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,23 +22,35 @@ import java.util.Locale;
  * <p>Run with {@code ./mvnw -B -Pbench -pl it/bench-netty -am verify -Dtest=NettyTransportBenchmark
  * -Dsurefire.failIfNoSpecifiedTests=false} (about 2 min on 2 cores; {@code -Dbench.rounds},
  * {@code -Dbench.pings} per round, {@code -Dbench.slice-millis} of streaming per round, {@code -Dbench.provider}:
- * tcp by default, verbs over rxe0 in the lab). The table also lands in {@code target/bench-netty-results.txt}.
+ * tcp by default). The table also lands in {@code target/bench-netty-results.txt}. Over rxe0 the lab runs it:
+ * {@code ./mvnw -B -Pbench -pl it/lab -am verify -Dtest=NettyBenchmarkLabTest -Dsurefire.failIfNoSpecifiedTests=false}.
  */
-class NettyTransportBenchmark {
+public class NettyTransportBenchmark {
 
     private static final int WARM_UP_ROUNDS = 3;
 
     @Test
     void rdma4jAgainstNioAndEpoll() throws Exception {
-        int rounds = Integer.getInteger("bench.rounds", 12);
-        int pings = Integer.getInteger("bench.pings", 2000);
-        long slice = Integer.getInteger("bench.slice-millis", 400) * 1_000_000L;
         String provider = System.getProperty("bench.provider", "tcp");
+        String table = run(TransportConfig.builder().provider(provider).build(), InetAddress.getLoopbackAddress(),
+                Integer.getInteger("bench.rounds", 12), Integer.getInteger("bench.pings", 2000),
+                Integer.getInteger("bench.slice-millis", 400));
+        System.out.print(table);
+        Files.writeString(Path.of("target", "bench-netty-results.txt"), table);
+    }
+
+    /**
+     * Runs the rounds: rdma4j's transport on {@code config}, NIO and epoll, every server listening on {@code address};
+     * returns the table. The soft-RDMA lab runs it over rxe0 ({@code NettyBenchmarkGuestTest}).
+     */
+    public static String run(TransportConfig config, InetAddress address, int rounds, int pings, int sliceMillis)
+            throws Exception {
+        long slice = sliceMillis * 1_000_000L;
         List<Side> sides = new ArrayList<>();
         try {
-            sides.add(Side.rdma4j(provider));
-            sides.add(Side.nio());
-            Side epoll = Side.epoll();
+            sides.add(Side.rdma4j(config, address));
+            sides.add(Side.nio(address));
+            Side epoll = Side.epoll(address);
             if (epoll != null) {
                 sides.add(epoll);
             }
@@ -56,9 +71,7 @@ class NettyTransportBenchmark {
                     }
                 }
             }
-            String table = table(sides, latencies, throughput, rounds, pings, slice);
-            System.out.print(table);
-            Files.writeString(Path.of("target", "bench-netty-results.txt"), table);
+            return table(sides, latencies, throughput, rounds, pings, slice);
         } finally {
             for (Side side : sides) {
                 side.close();

@@ -26,6 +26,7 @@ import io.rdma4j.netty.RdmaIoHandler;
 import io.rdma4j.netty.RdmaServerSocketChannel;
 import io.rdma4j.netty.RdmaSocketChannel;
 
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -52,13 +53,14 @@ final class Side implements AutoCloseable {
     private final Stream stream = new Stream();
     final AtomicLong sunk = new AtomicLong();
 
-    private Side(String name, IoHandlerFactory server, IoHandlerFactory client, Class<? extends ServerChannel> serverType,
-                 Class<? extends Channel> clientType, AutoCloseable resources) throws InterruptedException {
+    private Side(String name, InetAddress address, IoHandlerFactory server, IoHandlerFactory client,
+                 Class<? extends ServerChannel> serverType, Class<? extends Channel> clientType, AutoCloseable resources)
+            throws InterruptedException {
         this.name = name;
         this.resources = resources;
         serverGroup = new MultiThreadIoEventLoopGroup(1, server);
         clientGroup = new MultiThreadIoEventLoopGroup(1, client);
-        InetSocketAddress loopback = new InetSocketAddress("127.0.0.1", 0);
+        InetSocketAddress loopback = new InetSocketAddress(address, 0);
         echoServer = new ServerBootstrap().group(serverGroup).channel(serverType)
                 .childOption(ChannelOption.TCP_NODELAY, true).childHandler(new Echo()).bind(loopback).sync().channel();
         sinkServer = new ServerBootstrap().group(serverGroup).channel(serverType)
@@ -72,29 +74,30 @@ final class Side implements AutoCloseable {
         streamChannel = streamer.connect(sinkServer.localAddress()).sync().channel();
     }
 
-    static Side rdma4j(String provider) throws InterruptedException {
-        RdmaTransport serverTransport = RdmaTransport.open(TransportConfig.builder().provider(provider).build());
-        RdmaTransport clientTransport = RdmaTransport.open(TransportConfig.builder().provider(provider).build());
+    /** rdma4j's transport, a {@code config} transport per side, its servers listening on {@code address}. */
+    static Side rdma4j(TransportConfig config, InetAddress address) throws InterruptedException {
+        RdmaTransport serverTransport = RdmaTransport.open(config);
+        RdmaTransport clientTransport = RdmaTransport.open(config);
         java.time.Duration spin = java.time.Duration.ofNanos(1000L * Integer.getInteger("bench.rdma.spin-micros", 0));
-        return new Side("rdma4j (" + serverTransport.provider() + ")", RdmaIoHandler.newFactory(serverTransport, spin),
+        return new Side("rdma4j (" + serverTransport.provider() + ")", address, RdmaIoHandler.newFactory(serverTransport, spin),
                 RdmaIoHandler.newFactory(clientTransport, spin), RdmaServerSocketChannel.class, RdmaSocketChannel.class, () -> {
                     clientTransport.close();
                     serverTransport.close();
                 });
     }
 
-    static Side nio() throws InterruptedException {
-        return new Side("NIO", NioIoHandler.newFactory(), NioIoHandler.newFactory(), NioServerSocketChannel.class,
+    static Side nio(InetAddress address) throws InterruptedException {
+        return new Side("NIO", address, NioIoHandler.newFactory(), NioIoHandler.newFactory(), NioServerSocketChannel.class,
                 NioSocketChannel.class, () -> { });
     }
 
     /** Null where the native epoll transport cannot load. */
-    static Side epoll() throws InterruptedException {
+    static Side epoll(InetAddress address) throws InterruptedException {
         if (!Epoll.isAvailable()) {
             System.out.println("epoll unavailable: " + Epoll.unavailabilityCause());
             return null;
         }
-        return new Side("epoll", EpollIoHandler.newFactory(), EpollIoHandler.newFactory(), EpollServerSocketChannel.class,
+        return new Side("epoll", address, EpollIoHandler.newFactory(), EpollIoHandler.newFactory(), EpollServerSocketChannel.class,
                 EpollSocketChannel.class, () -> { });
     }
 
