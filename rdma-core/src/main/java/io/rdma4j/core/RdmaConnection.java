@@ -61,6 +61,17 @@ public interface RdmaConnection extends AutoCloseable {
     /** Sends a message of at most {@link TransportConfig#maxMessageSize()} bytes; copied before return. */
     CompletableFuture<Void> send(ByteBuffer message);
 
+    /**
+     * {@link #send(ByteBuffer)} whose future is completed by a task run on {@code executor}, for an application with
+     * event loops of its own (a Netty channel's): the completion goes from the provider's thread straight to
+     * {@code executor}, not through the transport's completion threads, which saves waking one of them per message.
+     * The same rules as {@link #receive(java.util.concurrent.Executor)}: {@code executor.execute} must return at once,
+     * and should it reject the task, the completion threads complete the future.
+     */
+    default CompletableFuture<Void> send(ByteBuffer message, java.util.concurrent.Executor executor) {
+        return send(message);
+    }
+
     /** Sends a message; see {@link #send(ByteBuffer)}. */
     default CompletableFuture<Void> send(byte[] message) {
         return send(ByteBuffer.wrap(message));

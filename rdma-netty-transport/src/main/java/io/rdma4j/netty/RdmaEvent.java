@@ -42,7 +42,10 @@ sealed interface RdmaEvent extends IoEvent {
         }
     }
 
-    /** A task of rdma4j's, run on the loop: it completes a receive, whose callback then posts {@link Received}. */
+    /**
+     * A task of rdma4j's, run on the loop: it completes a receive (whose callback then posts {@link Received}) or a
+     * send.
+     */
     record Run(Runnable task) implements RdmaEvent {
         @Override
         public void discard() {

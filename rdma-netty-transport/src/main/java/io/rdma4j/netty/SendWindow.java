@@ -4,6 +4,7 @@ import io.rdma4j.core.RdmaConnection;
 
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -13,8 +14,8 @@ import java.util.function.Consumer;
  * The sends a channel handed to rdma4j and that have not completed: what a socket's send buffer is to a TCP channel.
  * The loop hands over messages while the window has room ({@code SO_SNDBUF} bytes, and fewer sends than rdma4j's
  * max-outstanding-operations, so a send never waits for a slot on the loop); the rest waits in Netty's outbound
- * buffer, which is what writability follows. Completions arrive on rdma4j's threads: they count down here and post
- * to the loop only when the loop waits for room, or when a send failed.
+ * buffer, which is what writability follows. Completions run on the loop: they count down here and post
+ * {@link RdmaEvent.Writable} only when the loop waits for room, or a failure when a send failed.
  */
 final class SendWindow {
 
@@ -27,9 +28,15 @@ final class SendWindow {
     private final AtomicInteger sends = new AtomicInteger();
     private final AtomicBoolean blocked = new AtomicBoolean();
     private volatile RdmaConnection closeWhenDrained;
+    /**
+     * Completes sends on the channel's loop: a send the loop writes at once completes there without waking another
+     * thread, and one completed later by rdma4j's thread goes to the loop in one hand-off.
+     */
+    private final Executor loop;
 
     SendWindow(long maxBytes, int maxOutstandingOperations, Consumer<RdmaEvent> post) {
         this.maxBytes = maxBytes;
+        this.loop = task -> post.accept(new RdmaEvent.Run(task));
         // one slot stays free for the end-of-stream message
         this.maxSends = Math.max(1, Math.min(64, maxOutstandingOperations - 1));
         this.post = post;
@@ -56,7 +63,7 @@ final class SendWindow {
         int n = message.remaining();
         bytes.addAndGet(n);
         sends.incrementAndGet();
-        CompletableFuture<Void> sent = connection.send(message);
+        CompletableFuture<Void> sent = connection.send(message, loop);
         sent.whenComplete((v, failure) -> completed(n, failure));
         return sent;
     }

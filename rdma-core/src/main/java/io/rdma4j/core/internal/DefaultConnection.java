@@ -89,6 +89,12 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
 
     @Override
     public CompletableFuture<Void> send(ByteBuffer message) {
+        return send(message, (java.util.concurrent.Executor) null);
+    }
+
+    /** {@code executor}: where the future is completed; null for the completion threads. */
+    @Override
+    public CompletableFuture<Void> send(ByteBuffer message, java.util.concurrent.Executor executor) {
         try {
             checkOpen();
             int size = message.remaining();
@@ -96,7 +102,8 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
                 throw new IllegalArgumentException("message of " + size + " bytes exceeds max-message-size "
                         + transport.config().maxMessageSize());
             }
-            return sendFramed(MessageHeader.frame(MessageHeader.MESSAGE, 0, 0, 0, message), size, true);
+            ByteBuffer framed = MessageHeader.frame(MessageHeader.MESSAGE, 0, 0, 0, message);
+            return operations.start(OperationType.SEND, size, null, () -> pc.send(framed), true, executor);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }

@@ -14,6 +14,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
@@ -229,6 +231,12 @@ final class TrackedOperations {
     /** {@code usersFuture}: see {@link Tracker#follow}. */
     CompletableFuture<Void> start(OperationType type, long bytes, DefaultRegion region,
                                           Supplier<CompletableFuture<Void>> action, boolean usersFuture) {
+        return start(type, bytes, region, action, usersFuture, null);
+    }
+
+    /** {@code executor}: where the user's future is completed; null for the transport's completion threads. */
+    CompletableFuture<Void> start(OperationType type, long bytes, DefaultRegion region,
+                                  Supplier<CompletableFuture<Void>> action, boolean usersFuture, Executor executor) {
         Tracker t = begin(type, bytes, region);
         CompletableFuture<Void> providerFuture;
         try {
@@ -236,7 +244,22 @@ final class TrackedOperations {
         } catch (RuntimeException e) {
             providerFuture = CompletableFuture.failedFuture(e);
         }
-        return t.follow(providerFuture, usersFuture);
+        return t.follow(providerFuture, usersFuture, executor);
+    }
+
+    /** Completions run on {@code executor} (the completion threads when it is null, or when it rejects a task). */
+    private Executor completionsOn(Executor executor) {
+        Executor completions = transport.completions();
+        if (executor == null) {
+            return completions;
+        }
+        return task -> {
+            try {
+                executor.execute(task);
+            } catch (RejectedExecutionException e) {
+                completions.execute(task);
+            }
+        };
     }
 
     /** Takes a back-pressure permit and pins the local region; the tracker gives both back. */
@@ -270,9 +293,9 @@ final class TrackedOperations {
          * The future of the provider's operation, as the user's ({@code usersFuture}: completed off the I/O thread)
          * or this package's own (completed as soon as the operation is).
          */
-        CompletableFuture<Void> follow(CompletableFuture<Void> providerFuture, boolean usersFuture) {
+        CompletableFuture<Void> follow(CompletableFuture<Void> providerFuture, boolean usersFuture, Executor executor) {
             CompletableFuture<Void> result = usersFuture
-                    ? new OperationFuture<>(pc, transport.completions(), bytes <= SPIN_MAX_BYTES) : new CompletableFuture<>();
+                    ? new OperationFuture<>(pc, completionsOn(executor), bytes <= SPIN_MAX_BYTES) : new CompletableFuture<>();
             this.result = result;
             var timer = transport.timers().schedule(this::onTimeout, timeoutNanos, TimeUnit.NANOSECONDS);
             providerFuture.whenComplete((v, error) -> {

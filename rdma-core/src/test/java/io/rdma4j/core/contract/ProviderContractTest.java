@@ -629,6 +629,34 @@ public abstract class ProviderContractTest {
         greeting.close();
     }
 
+    /**
+     * A send given an executor completes its future there, and on the completion threads when the executor refuses;
+     * the messages arrive either way.
+     */
+    @Test
+    void aSendGivenAnExecutorCompletesThere() throws Exception {
+        RdmaConnection serverSide = accepted.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertThat(serverSide).isNotNull();
+        List<Runnable> tasks = new java.util.concurrent.CopyOnWriteArrayList<>();
+        CompletableFuture<Void> sent = connection.send(ByteBuffer.wrap("on the loop".getBytes(StandardCharsets.UTF_8)),
+                tasks::add);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        while (tasks.isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(1);
+        }
+        assertThat(tasks).as("the completion handed to the executor").hasSize(1);
+        assertThat(sent).as("not completed before the executor ran its task").isNotDone();
+        tasks.getFirst().run();
+        await(sent);
+        CompletableFuture<Void> refused = connection.send(ByteBuffer.wrap("refused".getBytes(StandardCharsets.UTF_8)),
+                task -> {
+                    throw new java.util.concurrent.RejectedExecutionException("shut down");
+                });
+        await(refused);
+        assertThat(StandardCharsets.UTF_8.decode(await(serverSide.receive())).toString()).isEqualTo("on the loop");
+        assertThat(StandardCharsets.UTF_8.decode(await(serverSide.receive())).toString()).isEqualTo("refused");
+    }
+
     // ---- concurrency ----
 
     @Test
