@@ -657,6 +657,45 @@ public abstract class ProviderContractTest {
         assertThat(StandardCharsets.UTF_8.decode(await(serverSide.receive())).toString()).isEqualTo("refused");
     }
 
+    /**
+     * A message's buffer is the caller's again once {@code send} returns, whether the provider wrote it at once or
+     * not yet: one direct buffer, refilled for each of many large messages and scrambled right after each send, while
+     * the peer does not receive yet (so the socket fills up and later messages wait), delivers every message as it was
+     * when sent.
+     */
+    @Test
+    void aSentBufferIsTheCallersAgainOnceSendReturns() throws Exception {
+        RdmaConnection serverSide = accepted.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertThat(serverSide).isNotNull();
+        int size = config().maxMessageSize();
+        int count = (int) Math.max(8, Math.min(48, (6L << 20) / size));
+        ByteBuffer reused = ByteBuffer.allocateDirect(size);
+        List<CompletableFuture<Void>> sent = new ArrayList<>();
+        for (int m = 0; m < count; m++) {
+            reused.clear();
+            for (int i = 0; i < size; i++) {
+                reused.put((byte) (m * 7 + i));
+            }
+            sent.add(connection.send(reused.flip()));
+            reused.clear();
+            while (reused.hasRemaining()) {
+                reused.put((byte) 0x5a);
+            }
+        }
+        for (int m = 0; m < count; m++) {
+            ByteBuffer got = await(serverSide.receive());
+            assertThat(got.remaining()).as("message %d", m).isEqualTo(size);
+            for (int i = 0; i < size; i++) {
+                if (got.get(got.position() + i) != (byte) (m * 7 + i)) {
+                    throw new AssertionError("message " + m + " byte " + i + " changed after send returned");
+                }
+            }
+        }
+        for (CompletableFuture<Void> f : sent) {
+            await(f);
+        }
+    }
+
     // ---- concurrency ----
 
     @Test
