@@ -74,6 +74,12 @@ public interface RdmaTransport extends AutoCloseable {
     RegisteredRegion registerFile(Path file, long length, Arena arena);
 
     /**
+     * A poller for an event loop's thread, which then reads its connections itself; see {@link ConnectionPoller}.
+     * Close it before the transport.
+     */
+    ConnectionPoller openPoller();
+
+    /**
      * Listens on {@code address} (port 0 picks a free one); peers may connect and access regions, and their
      * requests ({@link RdmaConnection#request}) are answered by {@code handlers}. {@code onAccept} receives each
      * connection for two-sided messaging.

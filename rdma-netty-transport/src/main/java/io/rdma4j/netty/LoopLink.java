@@ -52,6 +52,10 @@ final class LoopLink {
         }
     }
 
+    boolean registered() {
+        return registration != null;
+    }
+
     /** The loop's handler; only while registered. */
     RdmaIoHandler handler() {
         return registration.handler();

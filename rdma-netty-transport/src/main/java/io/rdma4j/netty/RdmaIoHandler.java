@@ -8,6 +8,8 @@ import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.IoOps;
 import io.netty.channel.IoRegistration;
 import io.netty.util.concurrent.ThreadAwareExecutor;
+import io.rdma4j.core.ConnectionPoller;
+import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaTransport;
 
 import java.nio.ByteBuffer;
@@ -17,7 +19,6 @@ import java.util.HashSet;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The I/O side of an event loop of this transport: channels registered on it receive the completions of their
@@ -36,6 +37,8 @@ public final class RdmaIoHandler implements IoHandler {
     private final ThreadAwareExecutor executor;
     private final RdmaTransport transport;
     private final long spinNanos;
+    /** Where the loop waits: it reads the channels' connections itself where the provider lets it (tcp). */
+    private final ConnectionPoller poller;
     private final ConcurrentLinkedQueue<Ready> ready = new ConcurrentLinkedQueue<>();
     /** Loop thread only. */
     private final Set<Registration> registrations = new HashSet<>();
@@ -49,6 +52,7 @@ public final class RdmaIoHandler implements IoHandler {
         this.executor = Objects.requireNonNull(executor, "executor");
         this.transport = transport;
         this.spinNanos = spinNanos;
+        this.poller = transport.openPoller();
     }
 
     /** Event loops over {@code transport}, which the caller opened and closes after the group has shut down. */
@@ -86,22 +90,39 @@ public final class RdmaIoHandler implements IoHandler {
             thread = Thread.currentThread();
         }
         int handled = drain();
+        long waitNanos = 0;
         if (handled == 0 && context.canBlock()) {
             if (spinNanos > 0) {
                 long end = System.nanoTime() + Math.min(spinNanos, context.delayNanos(System.nanoTime()));
                 while (ready.isEmpty() && !woken && System.nanoTime() < end) {
+                    poller.poll(0);
                     Thread.onSpinWait();
                 }
             }
-            sleeping = true;
-            if (ready.isEmpty() && !woken) {
-                LockSupport.parkNanos(this, context.delayNanos(System.nanoTime()));
-            }
-            sleeping = false;
-            handled = drain();
+            waitNanos = context.delayNanos(System.nanoTime());
         }
+        if (waitNanos > 0) {
+            sleeping = true;
+            if (!ready.isEmpty() || woken) {
+                waitNanos = 0;
+            }
+        }
+        // reads the attached connections: what they complete is posted to this loop's queue, drained below
+        poller.poll(waitNanos);
+        sleeping = false;
+        handled += drain();
         woken = false;
         return handled;
+    }
+
+    /** Loop thread: the loop reads {@code connection} itself from now on, where its provider lets it. */
+    void attach(RdmaConnection connection) {
+        poller.attach(connection);
+    }
+
+    /** Loop thread: {@code connection}'s reading goes back to rdma4j's threads (the channel leaves this loop). */
+    void detach(RdmaConnection connection) {
+        poller.detach(connection);
     }
 
     /** Hands what rdma4j's threads posted to the channels, at most a bounded batch so tasks get their turn. */
@@ -127,8 +148,8 @@ public final class RdmaIoHandler implements IoHandler {
     /** From any thread: queues {@code event} for the handle and wakes the loop if it sleeps. */
     void post(Registration registration, IoEvent event) {
         ready.add(new Ready(registration, event));
-        if (sleeping) {
-            LockSupport.unpark(thread);
+        if (sleeping && Thread.currentThread() != thread) {
+            poller.wakeup();
         }
     }
 
@@ -136,9 +157,8 @@ public final class RdmaIoHandler implements IoHandler {
     public void wakeup() {
         if (!executor.isExecutorThread(Thread.currentThread())) {
             woken = true;
-            Thread t = thread;
-            if (sleeping && t != null) {
-                LockSupport.unpark(t);
+            if (sleeping) {
+                poller.wakeup();
             }
         }
     }
@@ -156,6 +176,7 @@ public final class RdmaIoHandler implements IoHandler {
 
     @Override
     public void destroy() {
+        poller.close();
         Ready r;
         while ((r = ready.poll()) != null) {
             if (r.event instanceof RdmaEvent e) {

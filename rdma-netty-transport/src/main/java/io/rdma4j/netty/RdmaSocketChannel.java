@@ -136,6 +136,7 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
     protected void doRegister(ChannelPromise promise) {
         link.register((IoEventLoop) eventLoop(), (RdmaUnsafe) unsafe(), promise, () -> {
             if (state == State.ACTIVE) {
+                link.handler().attach(connection);
                 inbox.pump(connection);
             }
         });
@@ -143,6 +144,10 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
 
     @Override
     protected void doDeregister() {
+        RdmaConnection c = connection;
+        if (c != null && link.registered()) {
+            link.handler().detach(c);
+        }
         link.deregister();
     }
 
@@ -325,6 +330,7 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
             return;
         }
         start(c, link.handler().transport());
+        link.handler().attach(c);
         boolean promiseSet = promise.trySuccess();
         pipeline().fireChannelActive();
         if (!promiseSet) {

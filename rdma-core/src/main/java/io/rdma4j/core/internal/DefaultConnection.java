@@ -12,6 +12,7 @@ import io.rdma4j.core.RequestHandlers;
 import io.rdma4j.core.metrics.OperationType;
 import io.rdma4j.core.spi.ConnectionEvents;
 import io.rdma4j.core.spi.ProviderConnection;
+import io.rdma4j.core.spi.ProviderPoller;
 
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
@@ -83,6 +84,15 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
     @Override
     public CompletableFuture<Void> write(RegionDescriptor remote, long remoteOffset, MemorySegment source) {
         return operations.write(remote, remoteOffset, source);
+    }
+
+    /** Reads this connection on {@code poller}'s thread; false where the provider cannot. */
+    boolean attachTo(ProviderPoller poller) {
+        return closedCause == null && poller.attach(pc);
+    }
+
+    void detachFrom(ProviderPoller poller) {
+        poller.detach(pc);
     }
 
     // ---- two-sided ----

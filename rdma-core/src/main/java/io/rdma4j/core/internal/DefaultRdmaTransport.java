@@ -3,6 +3,7 @@ package io.rdma4j.core.internal;
 import io.rdma4j.core.Access;
 import io.rdma4j.core.ConnectionClosedException;
 import io.rdma4j.core.ProviderSelection;
+import io.rdma4j.core.ConnectionPoller;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaListener;
 import io.rdma4j.core.RdmaTransport;
@@ -223,6 +224,12 @@ final class DefaultRdmaTransport implements RdmaTransport {
     @Override
     public int registeredRegions() {
         return regions.size();
+    }
+
+    @Override
+    public ConnectionPoller openPoller() {
+        checkOpen();
+        return new DefaultConnectionPoller(provider.openPoller().orElse(null));
     }
 
     @Override

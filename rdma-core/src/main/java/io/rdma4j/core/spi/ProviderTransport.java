@@ -5,6 +5,7 @@ import io.rdma4j.core.Access;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.Consumer;
 
@@ -40,6 +41,14 @@ public interface ProviderTransport extends AutoCloseable {
      */
     default long bufferedBytes() {
         return 0;
+    }
+
+    /**
+     * A poller through which an event loop's thread reads this provider's connections itself; empty where its
+     * connections can only be read by the provider's own threads.
+     */
+    default Optional<ProviderPoller> openPoller() {
+        return Optional.empty();
     }
 
     /** Largest length of one read or write; the transport splits longer ones. */

@@ -40,6 +40,11 @@ interface FrameChannel {
         return read(dst);
     }
 
+    /** Reads what has arrived into {@code dst} without waiting (a plain socket once frames flow); -1 at the end. */
+    default long tryRead(ByteBuffer dst) throws IOException {
+        throw new UnsupportedOperationException("this channel cannot read without blocking");
+    }
+
     /** Writes some of {@code srcs}, blocking; returns the bytes taken. */
     long write(ByteBuffer[] srcs) throws IOException;
 

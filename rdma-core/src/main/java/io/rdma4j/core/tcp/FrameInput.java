@@ -108,6 +108,64 @@ final class FrameInput {
         lastReadNanos = System.nanoTime();
     }
 
+    // ---- without waiting, for the leader on a poller's thread ----
+
+    /** Whether a frame of {@code length} payload bytes fits the buffer whole, so reading it needs no other thread. */
+    static boolean fitsBuffer(int length) {
+        return length <= BUFFER_SIZE - TcpFrameCodec.HEADER_SIZE;
+    }
+
+    /**
+     * Appends to the buffered bytes what has arrived and fits, without waiting; returns the bytes read (0 when the
+     * buffer is full). Fewer than there was room for: the socket is empty.
+     */
+    long tryFill() throws IOException {
+        buffered.compact();
+        try {
+            if (!buffered.hasRemaining()) {
+                return 0;
+            }
+            long n = channel.tryRead(buffered);
+            if (n != 0) {
+                arrived(n);
+            }
+            return n;
+        } finally {
+            buffered.flip();
+        }
+    }
+
+    /** Room the next {@link #tryFill} has. */
+    int fillRoom() {
+        return BUFFER_SIZE - buffered.remaining();
+    }
+
+    /** The next frame's header, validated and not consumed; null while not all of it is buffered. */
+    TcpFrameCodec.Header peekHeader(int maxMessageSize) {
+        if (buffered.remaining() < TcpFrameCodec.HEADER_SIZE) {
+            return null;
+        }
+        return TcpFrameCodec.decodeHeader(buffered.slice(buffered.position(), TcpFrameCodec.HEADER_SIZE), maxMessageSize);
+    }
+
+    /** Consumes the header {@link #peekHeader} returned. */
+    void skipHeader() {
+        buffered.position(buffered.position() + TcpFrameCodec.HEADER_SIZE);
+    }
+
+    /** Fills {@code dst} from the buffer and then the socket as far as bytes have arrived; true once it is full. */
+    boolean tryReadFully(ByteBuffer dst) throws IOException {
+        takeBuffered(dst);
+        while (dst.hasRemaining()) {
+            long n = channel.tryRead(dst);
+            if (n == 0) {
+                return false;
+            }
+            arrived(n);
+        }
+        return true;
+    }
+
     /** Reads and discards bytes nobody waits for any more (a failed request's data). */
     void drain(long length) throws IOException {
         while (length > 0) {

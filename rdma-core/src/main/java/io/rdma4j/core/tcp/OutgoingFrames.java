@@ -120,7 +120,7 @@ final class OutgoingFrames implements FrameChannel.Output {
             }
             if (full) {
                 socketFull = true;
-                channel.wakeUp(); // so the reader thread waits for room too
+                connection.roomAwaited(); // so the reader waits for room too
                 return;
             }
         }

@@ -78,6 +78,12 @@ final class PlainChannel implements FrameChannel {
         }
     }
 
+    /** The leader on a poller's thread: what has arrived, without waiting. */
+    @Override
+    public long tryRead(ByteBuffer dst) throws IOException {
+        return socket.read(dst);
+    }
+
     private interface SocketRead {
         long read() throws IOException;
     }

@@ -105,6 +105,24 @@ final class ReadBounds {
         }
     }
 
+    /**
+     * As {@link #admitMessage} without waiting: false, having counted nothing, where it would wait (the caller then
+     * leaves the message to a reader thread, which may).
+     */
+    boolean tryAdmitMessage(long cost) {
+        if (atBound(cost)) {
+            return false;
+        }
+        AtomicLong admitted = transport.admittedMessageBytes();
+        admitted.addAndGet(cost);
+        ConnectionEvents e = events;
+        if (beyondShare(e, outgoing.unsentResponseBytes() + e.unreceivedMessageBytes() + cost, 0)) {
+            admitted.addAndGet(-cost);
+            return false;
+        }
+        return true;
+    }
+
     void messageHandedOver(long cost) {
         transport.admittedMessageBytes().addAndGet(-cost);
     }
@@ -122,7 +140,8 @@ final class ReadBounds {
         }
     }
 
-    private boolean atBound(long incoming) {
+    /** Whether a bound is reached, or a message of {@code incoming} bytes would pass the connection's share. */
+    boolean atBound(long incoming) {
         ConnectionEvents e = events;
         long unsent = outgoing.unsentResponseBytes();
         long unreceived = e.unreceivedMessageBytes();

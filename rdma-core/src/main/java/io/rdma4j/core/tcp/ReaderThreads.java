@@ -12,17 +12,26 @@ import java.util.concurrent.locks.LockSupport;
  * the handler's thread one unpark, and the wake-up itself overlaps with the handler instead of delaying it. At most
  * {@link #MAX_THREADS} per connection: while every thread is busy in a handler (or has sent its reply and is not
  * back as the spare yet), {@link #handOff()} declines and the handler runs elsewhere.
+ *
+ * <p>A connection attached to a {@link TcpPoller} may also leave the lead with the poller (between frames, when
+ * reading on would wait): then no thread leads until the poller's thread takes it to read what arrived, or a reader
+ * thread takes it back ({@link #leadFromPoller}) because the socket closed or the connection left the poller. Every
+ * move to or from the poller happens under this object's lock, with the poller's interest set to match.
  */
 final class ReaderThreads {
 
     static final int MAX_THREADS = 2;
+    private static final Object POLLED = new Object();
 
     private final String name;
     /** Reads while the calling thread leads; returns once it no longer does, or once the connection ended. */
     private final Runnable readLoop;
     /** Counted down once the connection finished: its last leader stopped reading for good. */
     private final CountDownLatch stopped = new CountDownLatch(1);
-    private volatile Thread leader;
+    /** The thread that reads, or {@link #POLLED}: the poller's thread takes the lead when input arrives. */
+    private volatile Object leader;
+    /** The poller's thread leads: it must not run handlers or block. */
+    private volatile boolean pollerLeads;
     private volatile boolean ended;
     /** A thread waiting to lead; guarded by {@code this}. */
     private Thread spare;
@@ -54,7 +63,7 @@ final class ReaderThreads {
      * not lead or no thread is free, and it must go on reading.
      */
     boolean handOff() {
-        if (!leads() || ended) {
+        if (!leads() || ended || pollerLeads) {
             return false;
         }
         Thread next;
@@ -86,6 +95,88 @@ final class ReaderThreads {
                 threads--;
             }
             return false;
+        }
+    }
+
+    /** The poller's thread leads: it reads without blocking and hands what would block to a reader thread. */
+    boolean pollerLeads() {
+        return pollerLeads && leads();
+    }
+
+    /**
+     * The leader leaves the lead with the poller; {@code arm} (which sets the poller's interest) runs under the lock
+     * that every move from the poller takes, so the interest is set exactly while the poller holds the lead.
+     */
+    synchronized void leaveToPoller(Runnable arm) {
+        pollerLeads = false;
+        leader = POLLED;
+        arm.run();
+    }
+
+    /** The poller's thread takes the lead, unless it is not the poller's; {@code disarm} runs under the lock. */
+    synchronized boolean takeFromPoller(Runnable disarm) {
+        if (leader != POLLED || ended) {
+            return false;
+        }
+        leader = Thread.currentThread();
+        pollerLeads = true;
+        disarm.run();
+        return true;
+    }
+
+    /** Runs {@code action} under the lock if the poller holds the lead. */
+    synchronized void whilePolled(Runnable action) {
+        if (leader == POLLED && !ended) {
+            action.run();
+        }
+    }
+
+    /** From any thread: if the poller holds the lead, a reader thread takes it; {@code disarm} runs under the lock. */
+    boolean leadFromPoller(Runnable disarm) {
+        return passTo(POLLED, disarm);
+    }
+
+    /** The poller's thread, leading, gives the lead to a reader thread, which reads on where it would block. */
+    boolean passToReader() {
+        return leads() && passTo(Thread.currentThread(), () -> { });
+    }
+
+    /**
+     * Makes a spare, else a new, reader thread the leader if {@code from} leads. Beyond {@link #MAX_THREADS} if need
+     * be: someone must lead to see the connection end, and a thread too many leaves once it finds a spare.
+     */
+    private boolean passTo(Object from, Runnable disarm) {
+        Thread next;
+        boolean fresh = false;
+        synchronized (this) {
+            if (leader != from || ended) {
+                return false;
+            }
+            next = spare;
+            spare = null;
+            if (next == null) {
+                threads++;
+                next = Thread.ofPlatform().daemon().name(name + "-" + threads).unstarted(this::run);
+                fresh = true;
+            }
+            pollerLeads = false;
+            leader = next;
+            disarm.run();
+        }
+        if (!fresh) {
+            LockSupport.unpark(next);
+            return true;
+        }
+        try {
+            next.start();
+            return true;
+        } catch (OutOfMemoryError | RuntimeException noThread) {
+            synchronized (this) {
+                threads--;
+                leader = from;
+                pollerLeads = from != POLLED;
+            }
+            throw noThread;
         }
     }
 

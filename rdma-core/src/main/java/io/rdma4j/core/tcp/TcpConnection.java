@@ -62,6 +62,11 @@ final class TcpConnection implements ProviderConnection {
     private volatile RdmaException closeCause;
     private volatile ConnectionEvents events;
     private ReaderThreads readers;
+    /** Set while attached to a poller, whose thread then reads between frames. */
+    private volatile PolledReading polled;
+    private final IncomingMessage incoming;
+    /** The leader's: bodies of requests and errors. */
+    private final ByteBuffer body = ByteBuffer.allocate(1 + TcpFrameCodec.MAX_ERROR_MESSAGE);
     private Thread writer;
 
     TcpConnection(TcpTransport transport, SocketChannel channel, FrameChannel frames, Runnable releaseSlot) throws IOException {
@@ -81,6 +86,7 @@ final class TcpConnection implements ProviderConnection {
         this.input = new FrameInput(frames, remoteAddress, pending);
         this.bounds = new ReadBounds(transport, outgoing, frames, input, remoteAddress, () -> closeCause == null);
         this.peerRequests = new PeerRequests(this, transport, outgoing, remoteAddress, chunkSize);
+        this.incoming = new IncomingMessage(bounds, outgoing, () -> events);
     }
 
     @Override
@@ -184,38 +190,34 @@ final class TcpConnection implements ProviderConnection {
     private void readLoop() {
         FrameInput input = this.input;
         ByteBuffer header = ByteBuffer.allocateDirect(TcpFrameCodec.HEADER_SIZE);
-        ByteBuffer body = ByteBuffer.allocate(1 + TcpFrameCodec.MAX_ERROR_MESSAGE);
+        int frames = 0;
         try {
             while (true) {
-                bounds.awaitCapacity(0);
-                input.readFully(header.clear());
-                TcpFrameCodec.Header h = TcpFrameCodec.decodeHeader(header.flip(), maxMessageSize);
-                switch (h.type()) {
-                    case TcpFrameCodec.READ_REQ -> peerRequests.serveRead(TcpFrameCodec.decodeRequest(h, input.readBody(body, h)));
-                    case TcpFrameCodec.WRITE_REQ -> peerRequests.acceptWrite(TcpFrameCodec.decodeRequest(h, input.readBody(body, h)));
-                    case TcpFrameCodec.WRITE_DATA -> peerRequests.receiveWriteData(h, input);
-                    case TcpFrameCodec.READ_DATA -> pending.receiveReadData(h, input);
-                    case TcpFrameCodec.READ_DONE -> pending.readDone(h.id());
-                    case TcpFrameCodec.WRITE_ACK -> pending.writeAnswered(h.id(), null);
-                    case TcpFrameCodec.ERROR -> pending.remoteError(TcpFrameCodec.decodeError(h, input.readBody(body, h)));
-                    case TcpFrameCodec.SEND -> {
-                        long cost = Math.max(h.length(), ConnectionEvents.MESSAGE_OVERHEAD);
-                        bounds.admitMessage(cost);
-                        try {
-                            ByteBuffer message = ByteBuffer.allocate(h.length());
-                            input.readFully(message);
-                            outgoing.flush(); // the message's handler may block, or take reading over
-                            events.onMessage(message.flip());
-                        } finally {
-                            bounds.messageHandedOver(cost);
-                        }
-                    }
-                    case TcpFrameCodec.PING -> {
-                        // keep-alive: reading it is all it asks for
-                    }
-                    case TcpFrameCodec.CLOSE -> throw new ConnectionClosedException(remoteAddress + " closed the connection");
-                    default -> throw new ProtocolException("unexpected frame type " + h.type());
+                PolledReading p = polled;
+                if (p != null && frames > 0 && incoming.partial() == null && !input.holdsWholeFrame() && closeCause == null
+                        && !p.poller().stalled()) {
+                    // a frame read since this thread took the lead (so the poller's thread and this one never pass a
+                    // frame neither can read back and forth), and the loop polls: it reads on when input arrives
+                    p.leave(outgoing.awaitsRoom());
+                    return;
                 }
+                if (incoming.partial() != null) {
+                    input.readFully(incoming.partial());
+                    incoming.deliver();
+                } else {
+                    bounds.awaitCapacity(0);
+                    input.readFully(header.clear());
+                    TcpFrameCodec.Header h = TcpFrameCodec.decodeHeader(header.flip(), maxMessageSize);
+                    if (h.type() == TcpFrameCodec.SEND) {
+                        long cost = IncomingMessage.cost(h);
+                        bounds.admitMessage(cost);
+                        input.readFully(incoming.begin(h, cost));
+                        incoming.deliver();
+                    } else {
+                        dispatch(h);
+                    }
+                }
+                frames++;
                 if (!readers.leads()) {
                     // This thread ran a request's handler after handing reading over: the new leader reads on, and
                     // owns the input from then on, so this thread must not look at it again.
@@ -233,6 +235,77 @@ final class TcpConnection implements ProviderConnection {
             fail(memoryFault(e));
         }
         // After a hand-off a failure here (a bug) only closes the socket: the leader then finishes.
+        if (readers.leads()) {
+            finish();
+        }
+    }
+
+    /** The leader: a frame other than a message, its header consumed; reads its body and acts on it. */
+    void dispatch(TcpFrameCodec.Header h) throws IOException {
+        switch (h.type()) {
+            case TcpFrameCodec.READ_REQ -> peerRequests.serveRead(TcpFrameCodec.decodeRequest(h, input.readBody(body, h)));
+            case TcpFrameCodec.WRITE_REQ -> peerRequests.acceptWrite(TcpFrameCodec.decodeRequest(h, input.readBody(body, h)));
+            case TcpFrameCodec.WRITE_DATA -> peerRequests.receiveWriteData(h, input);
+            case TcpFrameCodec.READ_DATA -> pending.receiveReadData(h, input);
+            case TcpFrameCodec.READ_DONE -> pending.readDone(h.id());
+            case TcpFrameCodec.WRITE_ACK -> pending.writeAnswered(h.id(), null);
+            case TcpFrameCodec.ERROR -> pending.remoteError(TcpFrameCodec.decodeError(h, input.readBody(body, h)));
+            case TcpFrameCodec.PING -> {
+                // keep-alive: reading it is all it asks for
+            }
+            case TcpFrameCodec.CLOSE -> throw new ConnectionClosedException(remoteAddress + " closed the connection");
+            default -> throw new ProtocolException("unexpected frame type " + h.type());
+        }
+    }
+
+    // ---- reading on a poller's thread: PolledReading ----
+
+    /** Reads this connection on {@code poller}'s thread from its next frame on; false over TLS or once closed. */
+    boolean pollOn(TcpPoller poller) {
+        if (!frames.writesWithoutBlocking()) {
+            return false; // TLS: the engine's reads block, and its reader thread reads
+        }
+        synchronized (lock) {
+            if (polled != null || readers == null || closeCause != null) {
+                return polled != null && polled.poller() == poller;
+            }
+            try {
+                polled = new PolledReading(this, poller, readers, channel, input, incoming, bounds, outgoing, maxMessageSize);
+            } catch (java.nio.channels.ClosedChannelException | IllegalStateException e) {
+                return false; // closed, or its key in this poller is still being cancelled: reader threads read it
+            }
+        }
+        return true;
+    }
+
+    void stopPolling(TcpPoller poller) {
+        PolledReading p = polled;
+        if (p != null && p.poller() == poller) {
+            p.detach();
+        }
+    }
+
+    void pollingStopped(PolledReading p) {
+        synchronized (lock) {
+            if (polled == p) {
+                polled = null;
+            }
+        }
+        p.poller().forget(p);
+    }
+
+    /** Frames wait for the socket to have room: whoever holds the lead watches for it. */
+    void roomAwaited() {
+        frames.wakeUp();
+        PolledReading p = polled;
+        if (p != null) {
+            p.awaitRoom();
+        }
+    }
+
+    /** The leader on a poller's thread failed: as the read loop does, the connection ends. */
+    void pollingFailed(Throwable t) {
+        fail(t instanceof InternalError e ? memoryFault(e) : t);
         if (readers.leads()) {
             finish();
         }
@@ -328,6 +401,10 @@ final class TcpConnection implements ProviderConnection {
             LOG.log(System.Logger.Level.DEBUG, "closing socket to " + remoteAddress, e);
         }
         frames.wakeUp();
+        PolledReading p = polled;
+        if (p != null) {
+            p.wake(); // a selector never reports a closed socket: a reader thread sees the end
+        }
     }
 
     /** The exception for operations that the connection's end cut short. */
@@ -355,6 +432,11 @@ final class TcpConnection implements ProviderConnection {
             join(w);
         }
         finished = true;
+        incoming.abandon();
+        PolledReading p = polled;
+        if (p != null) {
+            pollingStopped(p);
+        }
         frames.release();
         outgoing.abortAll();
         peerRequests.releaseAll();

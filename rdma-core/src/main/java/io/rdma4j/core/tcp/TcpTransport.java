@@ -9,6 +9,7 @@ import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.metrics.TransportMetrics;
 import io.rdma4j.core.spi.ProviderConnection;
 import io.rdma4j.core.spi.ProviderListener;
+import io.rdma4j.core.spi.ProviderPoller;
 import io.rdma4j.core.spi.ProviderRegion;
 import io.rdma4j.core.spi.ProviderTransport;
 
@@ -24,6 +25,7 @@ import java.nio.channels.SocketChannel;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -230,6 +232,15 @@ final class TcpTransport implements ProviderTransport {
     void connectionClosed(TcpConnection connection) {
         connections.remove(connection);
         connection.releaseSlot();
+    }
+
+    @Override
+    public Optional<ProviderPoller> openPoller() {
+        try {
+            return Optional.of(new TcpPoller(timers));
+        } catch (IOException e) {
+            throw new RdmaException("could not open a selector for an event loop's poller: " + e.getMessage(), e);
+        }
     }
 
     @Override

@@ -658,6 +658,66 @@ public abstract class ProviderContractTest {
     }
 
     /**
+     * An event loop's poller: whether the provider reads the connection on the loop's thread (tcp) or declines (verbs,
+     * TLS), a connection attached to a polling loop receives messages of several sizes whole and in order, the loop
+     * sends back, and once the poller is closed the connection is read as before.
+     */
+    @Test
+    void aConnectionOnAPollingLoopExchangesMessagesAsBefore() throws Exception {
+        RdmaConnection serverSide = accepted.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertThat(serverSide).isNotNull();
+        io.rdma4j.core.ConnectionPoller poller = server.openPoller();
+        java.util.concurrent.ConcurrentLinkedQueue<Runnable> tasks = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        Thread loop = Thread.ofPlatform().name("contract-loop").start(() -> {
+            while (!stop.get()) {
+                Runnable r;
+                while ((r = tasks.poll()) != null) {
+                    r.run();
+                }
+                poller.poll(TimeUnit.MILLISECONDS.toNanos(100));
+            }
+            poller.close();
+        });
+        java.util.concurrent.Executor onLoop = task -> {
+            tasks.add(task);
+            poller.wakeup();
+        };
+        try {
+            CompletableFuture<Boolean> attached = new CompletableFuture<>();
+            onLoop.execute(() -> attached.complete(poller.attach(serverSide)));
+            await(attached);
+            int[] sizes = {1, 100, 5000, config().maxMessageSize()};
+            int count = 200;
+            for (int m = 0; m < count; m++) {
+                ByteBuffer b = ByteBuffer.allocate(sizes[m % sizes.length]);
+                for (int i = 0; i < b.capacity(); i++) {
+                    b.put((byte) (m + i));
+                }
+                connection.send(b.flip());
+            }
+            for (int m = 0; m < count; m++) {
+                ByteBuffer got = await(serverSide.receive(onLoop));
+                assertThat(got.remaining()).isEqualTo(sizes[m % sizes.length]);
+                for (int i = 0; i < got.remaining(); i++) {
+                    assertThat(got.get(got.position() + i)).as("message " + m + " byte " + i).isEqualTo((byte) (m + i));
+                }
+            }
+            CompletableFuture<CompletableFuture<Void>> reply = new CompletableFuture<>();
+            onLoop.execute(() -> reply.complete(serverSide.send(ByteBuffer.wrap("from the loop".getBytes(StandardCharsets.UTF_8)), onLoop)));
+            await(await(reply));
+            assertThat(StandardCharsets.UTF_8.decode(await(connection.receive())).toString()).isEqualTo("from the loop");
+        } finally {
+            stop.set(true);
+            poller.wakeup();
+            loop.join(TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+        }
+        assertThat(loop.isAlive()).isFalse();
+        connection.send(ByteBuffer.wrap("after the loop".getBytes(StandardCharsets.UTF_8)));
+        assertThat(StandardCharsets.UTF_8.decode(await(serverSide.receive())).toString()).isEqualTo("after the loop");
+    }
+
+    /**
      * A message's buffer is the caller's again once {@code send} returns, whether the provider wrote it at once or
      * not yet: one direct buffer, refilled for each of many large messages and scrambled right after each send, while
      * the peer does not receive yet (so the socket fills up and later messages wait), delivers every message as it was

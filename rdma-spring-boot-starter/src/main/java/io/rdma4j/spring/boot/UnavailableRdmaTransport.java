@@ -1,5 +1,6 @@
 package io.rdma4j.spring.boot;
 
+import io.rdma4j.core.ConnectionPoller;
 import io.rdma4j.core.ProviderSelection;
 import io.rdma4j.core.ProviderUnavailableException;
 import io.rdma4j.core.RdmaConnection;
@@ -66,6 +67,11 @@ public final class UnavailableRdmaTransport implements RdmaTransport {
 
     @Override
     public RegisteredRegion registerFile(Path file, long length, Arena arena) {
+        throw unavailable();
+    }
+
+    @Override
+    public ConnectionPoller openPoller() {
         throw unavailable();
     }
 
