@@ -72,6 +72,17 @@ public interface RdmaConnection extends AutoCloseable {
         return send(message);
     }
 
+    /**
+     * {@link #send(ByteBuffer, java.util.concurrent.Executor)} without the copy where the provider can do without:
+     * the transport may read {@code message} until the returned future completes, and the caller leaves its bytes
+     * unchanged (and its memory allocated) until then, whether the send succeeds or fails. The tcp provider then writes
+     * the caller's bytes straight to the socket (a direct buffer without any copy); verbs copies them into registered
+     * memory as {@code send} does.
+     */
+    default CompletableFuture<Void> sendInPlace(ByteBuffer message, java.util.concurrent.Executor executor) {
+        return send(message, executor);
+    }
+
     /** Sends a message; see {@link #send(ByteBuffer)}. */
     default CompletableFuture<Void> send(byte[] message) {
         return send(ByteBuffer.wrap(message));

@@ -1,5 +1,6 @@
 package io.rdma4j.netty;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.FileRegion;
 import io.rdma4j.core.RdmaConnection;
@@ -10,9 +11,10 @@ import java.nio.channels.WritableByteChannel;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * Turns a channel's flushed writes into rdma4j messages while its send window has room: a buffer larger than a message
- * goes as several, small buffers flushed together as one (copied into the loop's gather buffer, which {@code send}
- * copies again before it returns), a file region as copies of its bytes. Write promises complete as the bytes are
+ * Turns a channel's flushed writes into rdma4j messages while its send window has room: a buffer goes as it is
+ * ({@code sendInPlace}, the buffer retained until rdma4j is done with it), one larger than a message as several, small
+ * buffers flushed together as one (copied into the loop's gather buffer, which {@code send} copies again before it
+ * returns), a file region as copies of its bytes. Write promises complete as the bytes are
  * handed over, as a socket's do when the kernel has taken them.
  */
 final class MessageWriter {
@@ -52,7 +54,11 @@ final class MessageWriter {
                 message.flip();
             }
             int n = message.remaining();
-            send(window, connection, message);
+            if (single && current instanceof ByteBuf held) {
+                check(window.sendInPlace(connection, message, held));
+            } else {
+                send(window, connection, message);
+            }
             if (single) {
                 // the outbound buffer hands out the same NIO view until its buffer is done: move it past what went
                 buffers[0].position(buffers[0].position() + n);
@@ -83,7 +89,10 @@ final class MessageWriter {
     }
 
     private static void send(SendWindow window, RdmaConnection connection, ByteBuffer message) throws Exception {
-        CompletableFuture<Void> sent = window.send(connection, message);
+        check(window.send(connection, message));
+    }
+
+    private static void check(CompletableFuture<Void> sent) throws Exception {
         if (sent.isCompletedExceptionally()) {
             throw RdmaErrors.sendFailed(sent.exceptionNow());
         }

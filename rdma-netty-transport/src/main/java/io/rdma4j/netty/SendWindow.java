@@ -1,5 +1,6 @@
 package io.rdma4j.netty;
 
+import io.netty.buffer.ByteBuf;
 import io.rdma4j.core.RdmaConnection;
 
 import java.nio.ByteBuffer;
@@ -65,6 +66,26 @@ final class SendWindow {
         sends.incrementAndGet();
         CompletableFuture<Void> sent = connection.send(message, loop);
         sent.whenComplete((v, failure) -> completed(n, failure));
+        return sent;
+    }
+
+    /**
+     * Sends {@code message}, a view of {@code held}'s bytes, without a copy: {@code held} is retained until rdma4j is
+     * done with it, whatever becomes of the channel's outbound buffer meanwhile. The completion runs on the thread
+     * that finished the send (the loop's own when the socket took it at once), not as a task on the loop: the buffer
+     * goes back before the write's promise completes, as a socket channel's does, and a closed channel's discarded
+     * tasks cannot keep it.
+     */
+    CompletableFuture<Void> sendInPlace(RdmaConnection connection, ByteBuffer message, ByteBuf held) {
+        int n = message.remaining();
+        bytes.addAndGet(n);
+        sends.incrementAndGet();
+        held.retain();
+        CompletableFuture<Void> sent = connection.sendInPlace(message, Runnable::run);
+        sent.whenComplete((v, failure) -> {
+            held.release();
+            completed(n, failure);
+        });
         return sent;
     }
 

@@ -119,6 +119,23 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         }
     }
 
+    @Override
+    public CompletableFuture<Void> sendInPlace(ByteBuffer message, java.util.concurrent.Executor executor) {
+        try {
+            checkOpen();
+            int size = message.remaining();
+            if (size > transport.config().maxMessageSize()) {
+                throw new IllegalArgumentException("message of " + size + " bytes exceeds max-message-size "
+                        + transport.config().maxMessageSize());
+            }
+            ByteBuffer header = MessageHeader.header(MessageHeader.MESSAGE, 0, 0, 0);
+            ByteBuffer body = message.slice(); // the caller's position and limit stay the caller's
+            return operations.start(OperationType.SEND, size, null, () -> pc.send(header, body), true, executor);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
     /**
      * Sends a message already framed by {@link MessageHeader}; it holds an operation slot until sent. Unless
      * {@code usersFuture}, the future is this package's own (no user callback hangs on it), so it completes on

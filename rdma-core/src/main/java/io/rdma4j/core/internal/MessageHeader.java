@@ -24,6 +24,13 @@ record MessageHeader(byte kind, int status, int type, long correlationId) {
     /** Longest reason of an error reply, in UTF-8 bytes: a reason is a sentence, not a payload. */
     static final int MAX_REASON_BYTES = 512;
 
+    /** The header alone, for a body sent after it from the caller's buffer. */
+    static ByteBuffer header(byte kind, int status, int type, long correlationId) {
+        ByteBuffer out = ByteBuffer.allocate(SIZE);
+        out.put(VERSION).put(kind).put((byte) status).put((byte) 0).putInt(type).putLong(correlationId);
+        return out.flip();
+    }
+
     /** A buffer holding the header followed by {@code body}, ready to send. */
     static ByteBuffer frame(byte kind, int status, int type, long correlationId, ByteBuffer body) {
         ByteBuffer out = ByteBuffer.allocate(SIZE + body.remaining());

@@ -87,6 +87,16 @@ public interface ProviderConnection {
     /** Sends a message of at most the configured max message size (already checked). */
     CompletableFuture<Void> send(ByteBuffer message);
 
+    /**
+     * Sends {@code header} followed by {@code body} as one message (their sizes already checked); the provider may
+     * read both until the future completes, and the caller keeps them unchanged until then. By default they are
+     * copied into one buffer first.
+     */
+    default CompletableFuture<Void> send(ByteBuffer header, ByteBuffer body) {
+        ByteBuffer message = ByteBuffer.allocate(header.remaining() + body.remaining());
+        return send(message.put(header.duplicate()).put(body.duplicate()).flip());
+    }
+
     InetSocketAddress remoteAddress();
 
     InetSocketAddress localAddress();

@@ -66,6 +66,27 @@ final class OutgoingFrames implements FrameChannel.Output {
         return !inline;
     }
 
+    /**
+     * Queues a message frame of {@code message}'s buffers, as they are (kept until written or aborted), and writes
+     * what the socket takes now.
+     */
+    CompletableFuture<Void> sendMessage(int maxMessageSize, ByteBuffer... message) {
+        long length = 0;
+        for (ByteBuffer b : message) {
+            length += b.remaining();
+        }
+        if (length > maxMessageSize) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("message of " + length
+                    + " bytes exceeds max-message-size " + maxMessageSize));
+        }
+        ByteBuffer[] frame = new ByteBuffer[message.length + 1];
+        frame[0] = TcpFrameCodec.encodeSendHeader((int) length);
+        System.arraycopy(message, 0, frame, 1, message.length);
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        enqueue(new Control(done, frame));
+        return done;
+    }
+
     /** Queues {@code o} behind everything queued and, on a plain socket, writes what the socket takes now. */
     void enqueue(Outgoing o) {
         queue.addLast(o);

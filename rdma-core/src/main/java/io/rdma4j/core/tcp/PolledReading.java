@@ -23,12 +23,19 @@ final class PolledReading {
     private final ReadBounds bounds;
     private final OutgoingFrames outgoing;
     private final int maxMessageSize;
-    /** Frames read per poll at most, so that one busy peer does not starve the loop's others. */
+    /**
+     * Frames and message bytes read per poll at most, so that one busy peer does not starve the loop's other
+     * connections, and the loop receives what it read before it reads more: read ahead of the loop, messages would
+     * fill the connection's inbox to its bound and hand reading to a reader thread, which polls for room.
+     */
     private static final int MAX_FRAMES_PER_POLL = 64;
+    private static final long MAX_MESSAGE_BYTES_PER_POLL = 1 << 20;
 
     private volatile boolean detached;
     /** Polling thread, within one {@link #read}: a read found the socket empty, so the next one would too. */
     private boolean socketEmpty;
+    /** Polling thread, within one {@link #read}: the bytes of the messages begun. */
+    private long messageBytes;
     /** Whether the poller took the last interest set on leaving (false: the key was cancelled). */
     private volatile boolean armed;
 
@@ -69,7 +76,8 @@ final class PolledReading {
                 outgoing.socketWritable();
             }
             socketEmpty = false;
-            for (int n = 0; n < MAX_FRAMES_PER_POLL; n++) {
+            messageBytes = 0;
+            for (int n = 0; n < MAX_FRAMES_PER_POLL && messageBytes < MAX_MESSAGE_BYTES_PER_POLL; n++) {
                 Next next = readFrame();
                 if (next != Next.READ) {
                     outgoing.flush();
@@ -116,6 +124,7 @@ final class PolledReading {
                 return Next.BLOCKS;
             }
             input.skipHeader();
+            messageBytes += h.length();
             if (!input.tryReadFully(incoming.begin(h, cost))) {
                 return Next.WAIT;
             }

@@ -168,13 +168,13 @@ final class TcpConnection implements ProviderConnection {
 
     @Override
     public CompletableFuture<Void> send(ByteBuffer message) {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        if (message.remaining() > maxMessageSize) {
-            return CompletableFuture.failedFuture(new IllegalArgumentException("message of " + message.remaining()
-                    + " bytes exceeds max-message-size " + maxMessageSize));
-        }
-        outgoing.enqueue(new OutgoingFrames.Control(done, TcpFrameCodec.encodeSendHeader(message.remaining()), message));
-        return done;
+        return outgoing.sendMessage(maxMessageSize, message);
+    }
+
+    /** Writes the caller's buffers as they are: a queued frame keeps them until written or aborted. */
+    @Override
+    public CompletableFuture<Void> send(ByteBuffer header, ByteBuffer body) {
+        return outgoing.sendMessage(maxMessageSize, header, body);
     }
 
     /** Hands reading to another thread when the caller reads this connection; see {@link ReaderThreads}. */

@@ -756,6 +756,52 @@ public abstract class ProviderContractTest {
         }
     }
 
+    /**
+     * A buffer lent to {@code sendInPlace} is read by the transport only until its future completes: many large
+     * messages, each from its own direct buffer, while the peer does not receive yet (so later ones wait), each buffer
+     * scrambled the moment its send completes, arrive as they were; the caller's position and limit are untouched, and
+     * a message over max-message-size fails without being sent.
+     */
+    @Test
+    void aBufferSentInPlaceIsReadOnlyUntilItsSendCompletes() throws Exception {
+        RdmaConnection serverSide = accepted.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertThat(serverSide).isNotNull();
+        int size = config().maxMessageSize();
+        int count = (int) Math.max(8, Math.min(48, (6L << 20) / size));
+        List<CompletableFuture<Void>> sent = new ArrayList<>();
+        for (int m = 0; m < count; m++) {
+            ByteBuffer lent = ByteBuffer.allocateDirect(size);
+            for (int i = 0; i < size; i++) {
+                lent.put((byte) (m * 7 + i));
+            }
+            lent.flip();
+            CompletableFuture<Void> f = connection.sendInPlace(lent, Runnable::run);
+            assertThat(lent.position()).isZero();
+            assertThat(lent.limit()).isEqualTo(size);
+            sent.add(f.whenComplete((v, e) -> {
+                lent.clear();
+                while (lent.hasRemaining()) {
+                    lent.put((byte) 0x5a);
+                }
+            }));
+        }
+        for (int m = 0; m < count; m++) {
+            ByteBuffer got = await(serverSide.receive());
+            assertThat(got.remaining()).as("message %d", m).isEqualTo(size);
+            for (int i = 0; i < size; i++) {
+                if (got.get(got.position() + i) != (byte) (m * 7 + i)) {
+                    throw new AssertionError("message " + m + " byte " + i + " read after its send completed");
+                }
+            }
+        }
+        for (CompletableFuture<Void> f : sent) {
+            await(f);
+        }
+        CompletableFuture<Void> tooLarge = connection.sendInPlace(ByteBuffer.allocate(size + 1), Runnable::run);
+        assertThatThrownBy(() -> await(tooLarge)).hasCauseInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("max-message-size");
+    }
+
     // ---- concurrency ----
 
     @Test
