@@ -57,7 +57,8 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         };
         this.slots = new OperationSlots(transport.config().maxOutstandingOperations(), timeout, transport.metrics(),
                 closedFailure, this);
-        this.inbox = new MessageInbox(closeLock, closedFailure, transport.completions(), transport.unreceivedMessageBytes());
+        this.inbox = new MessageInbox(closeLock, closedFailure, transport.completions(), transport.unreceivedMessageBytes(),
+                pc::messageTaken);
         this.requests = new PendingRequests(this, pc, transport, slots, closeLock, closedFailure);
         Peer peer = new Peer(pc.remoteAddress(), transport.provider(), pc.peerPrincipal());
         this.dispatcher = new RequestDispatcher(this, pc, transport, handlers, peer);

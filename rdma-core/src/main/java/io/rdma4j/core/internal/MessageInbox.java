@@ -34,12 +34,16 @@ final class MessageInbox {
     private final ArrayDeque<Waiter> waiters = new ArrayDeque<>();
     /** What the queued messages count towards the provider's inbox bound. */
     private volatile long queuedBytes;
+    /** Told when a queued message was taken: a provider holding its reader back at the inbox bound reads on. */
+    private final Runnable taken;
 
-    MessageInbox(Object closeLock, Supplier<RdmaException> closedFailure, Executor completions, AtomicLong transportQueued) {
+    MessageInbox(Object closeLock, Supplier<RdmaException> closedFailure, Executor completions, AtomicLong transportQueued,
+                 Runnable taken) {
         this.closeLock = closeLock;
         this.closedFailure = closedFailure;
         this.completions = completions;
         this.transportQueued = transportQueued;
+        this.taken = taken;
     }
 
     CompletableFuture<ByteBuffer> receive() {
@@ -48,23 +52,25 @@ final class MessageInbox {
 
     /** {@code executor}: where the future is completed when a message arrives later; null for the completion threads. */
     CompletableFuture<ByteBuffer> receive(Executor executor) {
+        ByteBuffer next;
         synchronized (closeLock) {
-            ByteBuffer next = messages.pollFirst();
-            if (next != null) {
-                queuedBytes -= cost(next);
-                if (!detached) {
-                    transportQueued.addAndGet(-cost(next));
+            next = messages.pollFirst();
+            if (next == null) {
+                RdmaException closed = closedFailure.get();
+                if (closed != null) {
+                    return CompletableFuture.failedFuture(closed);
                 }
-                return CompletableFuture.completedFuture(next);
+                CompletableFuture<ByteBuffer> waiter = new CompletableFuture<>();
+                waiters.addLast(new Waiter(waiter, executor));
+                return waiter;
             }
-            RdmaException closed = closedFailure.get();
-            if (closed != null) {
-                return CompletableFuture.failedFuture(closed);
+            queuedBytes -= cost(next);
+            if (!detached) {
+                transportQueued.addAndGet(-cost(next));
             }
-            CompletableFuture<ByteBuffer> waiter = new CompletableFuture<>();
-            waiters.addLast(new Waiter(waiter, executor));
-            return waiter;
         }
+        taken.run();
+        return CompletableFuture.completedFuture(next);
     }
 
     /**

@@ -97,6 +97,13 @@ public interface ProviderConnection {
         return send(message.put(header.duplicate()).put(body.duplicate()).flip());
     }
 
+    /**
+     * The application took a queued message ({@link ConnectionEvents#unreceivedMessageBytes()} fell): a provider that
+     * holds its reading back at the inbox bound may read on. Called often; must return at once.
+     */
+    default void messageTaken() {
+    }
+
     InetSocketAddress remoteAddress();
 
     InetSocketAddress localAddress();

@@ -61,8 +61,8 @@ final class ReadBounds {
         outgoing.flush(); // responses the reader held back for a burst count towards the bound
         paused = true;
         try {
-            // The application's receive() signals nothing here: poll for it, less often the longer the pause lasts,
-            // so a thousand paused connections do not take the CPU from the ones still read.
+            // roomMade() wakes the reader when a response is written or a message received; the poll, less often
+            // the longer the pause lasts, is for room made elsewhere (the transport's budget, other connections).
             long pollMillis = MIN_PAUSE_POLL_MILLIS;
             while (open.getAsBoolean() && atBound(incoming)) {
                 if (outgoing.needsWriterThread()) {
@@ -127,9 +127,12 @@ final class ReadBounds {
         transport.admittedMessageBytes().addAndGet(-cost);
     }
 
-    /** A response was written or dropped: a reader waiting on the response bounds may go on. */
-    void responseWritten() {
-        if (paused) {
+    /**
+     * A response was written or dropped, or the application took a message: a reader waiting at a bound may go on
+     * without waiting for its next poll.
+     */
+    void roomMade() {
+        if (paused && !atBound(0)) { // at a bound still, the reader would only go back to waiting
             if (outgoing.needsWriterThread()) {
                 synchronized (readGate) {
                     readGate.notifyAll();

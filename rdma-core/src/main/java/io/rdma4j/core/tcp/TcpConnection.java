@@ -323,7 +323,12 @@ final class TcpConnection implements ProviderConnection {
 
     /** A response was written or dropped: a reader waiting on the response bounds may go on. */
     void responseWritten() {
-        bounds.responseWritten();
+        bounds.roomMade();
+    }
+
+    @Override
+    public void messageTaken() {
+        bounds.roomMade();
     }
 
     /**

@@ -18,7 +18,7 @@ class MessageInboxTest {
     private final AtomicLong transport = new AtomicLong();
 
     private MessageInbox inbox() {
-        return new MessageInbox(closeLock, closed::get, Runnable::run, transport);
+        return new MessageInbox(closeLock, closed::get, Runnable::run, transport, () -> { });
     }
 
     @Test
@@ -35,6 +35,29 @@ class MessageInboxTest {
         b.receive();
         a.receive();
         assertThat(transport.get()).isZero();
+    }
+
+    /**
+     * The provider hears of every queued message the application takes, after the count fell (a reader held back at
+     * the inbox bound then reads on at once), and of nothing else: a message handed straight to a waiting receiver
+     * was never counted.
+     */
+    @Test
+    void theProviderIsToldWhenAQueuedMessageIsTaken() {
+        java.util.List<Long> countWhenTold = new java.util.ArrayList<>();
+        MessageInbox a = new MessageInbox(closeLock, closed::get, Runnable::run, transport,
+                () -> countWhenTold.add(transport.get()));
+        a.offer(ByteBuffer.allocate(5000));
+        a.offer(ByteBuffer.allocate(6000));
+        assertThat(countWhenTold).isEmpty();
+        a.receive();
+        assertThat(countWhenTold).containsExactly(6000L);
+        a.receive();
+        assertThat(countWhenTold).containsExactly(6000L, 0L);
+        java.util.concurrent.CompletableFuture<ByteBuffer> waiting = a.receive();
+        a.offer(ByteBuffer.allocate(7000));
+        assertThat(waiting).isCompleted();
+        assertThat(countWhenTold).as("nothing queued was taken").hasSize(2);
     }
 
     @Test
@@ -59,7 +82,7 @@ class MessageInboxTest {
         MessageInbox a = new MessageInbox(closeLock, closed::get, task -> {
             ranOn.add("completions");
             task.run();
-        }, transport);
+        }, transport, () -> { });
         java.util.concurrent.CompletableFuture<ByteBuffer> waiting = a.receive(task -> {
             ranOn.add("own executor");
             task.run();

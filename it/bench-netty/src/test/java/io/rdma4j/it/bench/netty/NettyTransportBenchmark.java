@@ -22,7 +22,8 @@ import java.util.Locale;
  * <p>Run with {@code ./mvnw -B -Pbench -pl it/bench-netty -am verify -Dtest=NettyTransportBenchmark
  * -Dsurefire.failIfNoSpecifiedTests=false} (about 2 min on 2 cores; {@code -Dbench.rounds},
  * {@code -Dbench.pings} per round, {@code -Dbench.slice-millis} of streaming per round, {@code -Dbench.provider}:
- * tcp by default). The table also lands in {@code target/bench-netty-results.txt}. Over rxe0 the lab runs it:
+ * tcp by default; {@code -Dbench.rdma.max-inbox-bytes} sets rdma4j's {@code tcp.max-inbox-bytes}, so that a small
+ * inbox holds the reading back at its bound). The table also lands in {@code target/bench-netty-results.txt}. Over rxe0 the lab runs it:
  * {@code ./mvnw -B -Pbench -pl it/lab -am verify -Dtest=NettyBenchmarkLabTest -Dsurefire.failIfNoSpecifiedTests=false}.
  */
 public class NettyTransportBenchmark {
@@ -32,7 +33,12 @@ public class NettyTransportBenchmark {
     @Test
     void rdma4jAgainstNioAndEpoll() throws Exception {
         String provider = System.getProperty("bench.provider", "tcp");
-        String table = run(TransportConfig.builder().provider(provider).build(), InetAddress.getLoopbackAddress(),
+        TransportConfig.Builder config = TransportConfig.builder().provider(provider);
+        String inbox = System.getProperty("bench.rdma.max-inbox-bytes");
+        if (inbox != null) {
+            config.providerOption("tcp.max-inbox-bytes", inbox); // a small inbox: reading held back at its bound
+        }
+        String table = run(config.build(), InetAddress.getLoopbackAddress(),
                 Integer.getInteger("bench.rounds", 12), Integer.getInteger("bench.pings", 2000),
                 Integer.getInteger("bench.slice-millis", 400));
         System.out.print(table);
