@@ -98,11 +98,6 @@ final class ReaderThreads {
         }
     }
 
-    /** The poller's thread leads: it reads without blocking and hands what would block to a reader thread. */
-    boolean pollerLeads() {
-        return pollerLeads && leads();
-    }
-
     /**
      * The leader leaves the lead with the poller; {@code arm} (which sets the poller's interest) runs under the lock
      * that every move from the poller takes, so the interest is set exactly while the poller holds the lead.
