@@ -107,12 +107,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
     @Override
     public CompletableFuture<Void> send(ByteBuffer message, java.util.concurrent.Executor executor) {
         try {
-            checkOpen();
-            int size = message.remaining();
-            if (size > transport.config().maxMessageSize()) {
-                throw new IllegalArgumentException("message of " + size + " bytes exceeds max-message-size "
-                        + transport.config().maxMessageSize());
-            }
+            int size = checkSendable(message);
             ByteBuffer framed = MessageHeader.frame(MessageHeader.MESSAGE, 0, 0, 0, message);
             return operations.start(OperationType.SEND, size, null, () -> pc.send(framed), true, executor);
         } catch (RuntimeException e) {
@@ -123,18 +118,24 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
     @Override
     public CompletableFuture<Void> sendInPlace(ByteBuffer message, java.util.concurrent.Executor executor) {
         try {
-            checkOpen();
-            int size = message.remaining();
-            if (size > transport.config().maxMessageSize()) {
-                throw new IllegalArgumentException("message of " + size + " bytes exceeds max-message-size "
-                        + transport.config().maxMessageSize());
-            }
+            int size = checkSendable(message);
             ByteBuffer header = MessageHeader.header(MessageHeader.MESSAGE, 0, 0, 0);
             ByteBuffer body = message.slice(); // the caller's position and limit stay the caller's
             return operations.start(OperationType.SEND, size, null, () -> pc.send(header, body), true, executor);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
+    }
+
+    /** The message's size, once the connection is open and the size within max-message-size. */
+    private int checkSendable(ByteBuffer message) {
+        checkOpen();
+        int size = message.remaining();
+        if (size > transport.config().maxMessageSize()) {
+            throw new IllegalArgumentException("message of " + size + " bytes exceeds max-message-size "
+                    + transport.config().maxMessageSize());
+        }
+        return size;
     }
 
     /**

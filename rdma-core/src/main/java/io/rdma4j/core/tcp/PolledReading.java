@@ -81,10 +81,8 @@ final class PolledReading {
                 Next next = readFrame();
                 if (next != Next.READ) {
                     outgoing.flush();
-                    if (next == Next.WAIT) {
-                        leave(outgoing.awaitsRoom());
-                    } else {
-                        readers.passToReader();
+                    if (next == Next.WAIT || !readers.passToReader()) {
+                        leave(outgoing.awaitsRoom()); // no reader thread to be had: the poller tries again
                     }
                     return;
                 }

@@ -63,39 +63,7 @@ final class ReaderThreads {
      * not lead or no thread is free, and it must go on reading.
      */
     boolean handOff() {
-        if (!leads() || ended || pollerLeads) {
-            return false;
-        }
-        Thread next;
-        boolean fresh = false;
-        synchronized (this) {
-            next = spare;
-            spare = null;
-            if (next == null) {
-                if (threads >= MAX_THREADS) {
-                    return false;
-                }
-                threads++;
-                next = Thread.ofPlatform().daemon().name(name + "-" + threads).unstarted(this::run);
-                fresh = true;
-            }
-        }
-        leader = next; // Everything this thread read happens-before the next leader's first read.
-        if (!fresh) {
-            LockSupport.unpark(next);
-            return true;
-        }
-        try {
-            next.start();
-            return true;
-        } catch (OutOfMemoryError | RuntimeException noThread) {
-            // No thread to be had: this one keeps reading, and the handler runs elsewhere.
-            leader = Thread.currentThread();
-            synchronized (this) {
-                threads--;
-            }
-            return false;
-        }
+        return leads() && !pollerLeads && passTo(Thread.currentThread(), () -> { }, MAX_THREADS);
     }
 
     /**
@@ -128,34 +96,41 @@ final class ReaderThreads {
 
     /** From any thread: if the poller holds the lead, a reader thread takes it; {@code disarm} runs under the lock. */
     boolean leadFromPoller(Runnable disarm) {
-        return passTo(POLLED, disarm);
+        return passTo(POLLED, disarm, Integer.MAX_VALUE);
     }
 
     /** The poller's thread, leading, gives the lead to a reader thread, which reads on where it would block. */
     boolean passToReader() {
-        return leads() && passTo(Thread.currentThread(), () -> { });
+        return leads() && passTo(Thread.currentThread(), () -> { }, Integer.MAX_VALUE);
     }
 
     /**
-     * Makes a spare, else a new, reader thread the leader if {@code from} leads. Beyond {@link #MAX_THREADS} if need
-     * be: someone must lead to see the connection end, and a thread too many leaves once it finds a spare.
+     * Makes a spare, else a new, reader thread the leader if {@code from} leads, with at most {@code maxThreads}
+     * threads. Away from the poller there is no limit: someone must lead to see the connection end, and a thread too
+     * many leaves once it finds a spare. False when {@code from} does not lead or no thread is to be had; the lead
+     * then stays where it was.
      */
-    private boolean passTo(Object from, Runnable disarm) {
+    private boolean passTo(Object from, Runnable disarm, int maxThreads) {
         Thread next;
         boolean fresh = false;
+        boolean wasPollerLeads;
         synchronized (this) {
             if (leader != from || ended) {
                 return false;
             }
             next = spare;
-            spare = null;
             if (next == null) {
+                if (threads >= maxThreads) {
+                    return false;
+                }
                 threads++;
                 next = Thread.ofPlatform().daemon().name(name + "-" + threads).unstarted(this::run);
                 fresh = true;
             }
+            spare = null;
+            wasPollerLeads = pollerLeads;
             pollerLeads = false;
-            leader = next;
+            leader = next; // everything the old leader read happens-before the next leader's first read
             disarm.run();
         }
         if (!fresh) {
@@ -166,12 +141,13 @@ final class ReaderThreads {
             next.start();
             return true;
         } catch (OutOfMemoryError | RuntimeException noThread) {
+            // no thread to be had: the lead stays where it was, and a handler runs elsewhere
             synchronized (this) {
                 threads--;
                 leader = from;
-                pollerLeads = from != POLLED;
+                pollerLeads = wasPollerLeads;
             }
-            throw noThread;
+            return false;
         }
     }
 

@@ -148,14 +148,29 @@ class TcpPollerTest {
         return new Pair(c, s);
     }
 
+    /** A listening transport with an event loop that polls for it. */
+    private record Server(RdmaTransport transport, BlockingQueue<RdmaConnection> accepted, RdmaListener listener, Loop loop) {
+    }
+
+    private Server server() {
+        RdmaTransport t = open();
+        BlockingQueue<RdmaConnection> accepted = new LinkedBlockingQueue<>();
+        RdmaListener listener = t.listen(LOOPBACK, accepted::add);
+        return new Server(t, accepted, listener, loop(t));
+    }
+
+    /** A connection from {@code client}, its server side attached to the server's loop. */
+    private Pair attachedPair(Server s, RdmaTransport client) throws Exception {
+        Pair p = connect(client, s.listener(), s.accepted());
+        assertThat(s.loop().attach(p.server())).isTrue();
+        return p;
+    }
+
     @Test
     void messagesOfEverySizeArriveWholeAndInOrderThroughTheLoop() throws Exception {
-        RdmaTransport server = open();
-        BlockingQueue<RdmaConnection> accepted = new LinkedBlockingQueue<>();
-        RdmaListener listener = server.listen(LOOPBACK, accepted::add);
-        Loop loop = loop(server);
-        Pair p = connect(open(), listener, accepted);
-        assertThat(loop.attach(p.server())).isTrue();
+        Server s = server();
+        Loop loop = s.loop();
+        Pair p = attachedPair(s, open());
         int count = 3000;
         CompletableFuture<Void> sent = CompletableFuture.runAsync(() -> {
             for (int seq = 0; seq < count; seq++) {
@@ -173,13 +188,11 @@ class TcpPollerTest {
 
     @Test
     void aPeerStoppingMidFrameHoldsUpNeitherTheLoopNorItsOtherConnections() throws Exception {
-        RdmaTransport server = open();
-        BlockingQueue<RdmaConnection> accepted = new LinkedBlockingQueue<>();
-        RdmaListener listener = server.listen(LOOPBACK, accepted::add);
-        Loop loop = loop(server);
-        try (RawPeer stalling = RawPeer.connect(listener.localAddress())) {
+        Server s = server();
+        Loop loop = s.loop();
+        try (RawPeer stalling = RawPeer.connect(s.listener().localAddress())) {
             stalling.handshake(TcpFrameCodec.VERSION);
-            RdmaConnection stalled = accepted.poll(10, TimeUnit.SECONDS);
+            RdmaConnection stalled = s.accepted().poll(10, TimeUnit.SECONDS);
             closeables.add(stalled);
             assertThat(loop.attach(stalled)).isTrue();
             CompletableFuture<ByteBuffer> never = stalled.receive();
@@ -187,8 +200,7 @@ class TcpPollerTest {
             stalling.send(TcpFrameCodec.encodeSendHeader(60_000));
             stalling.send(new byte[10]);
 
-            Pair p = connect(open(), listener, accepted);
-            assertThat(loop.attach(p.server())).isTrue();
+            Pair p = attachedPair(s, open());
             long pollsBefore = loop.polls.get();
             CompletableFuture<Void> sent = CompletableFuture.runAsync(() -> {
                 for (int seq = 0; seq < 300; seq++) {
@@ -204,21 +216,18 @@ class TcpPollerTest {
             assertThatThrownBy(() -> never.get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
                     .hasCauseInstanceOf(ConnectionClosedException.class);
         }
-        eventually("the half-read message's bytes are given back", () -> server.metrics().bufferedBytes() == 0);
+        eventually("the half-read message's bytes are given back", () -> s.transport().metrics().bufferedBytes() == 0);
     }
 
     @Test
     void aMalformedFrameReadOnTheLoopEndsOnlyItsConnection() throws Exception {
-        RdmaTransport server = open();
-        BlockingQueue<RdmaConnection> accepted = new LinkedBlockingQueue<>();
-        RdmaListener listener = server.listen(LOOPBACK, accepted::add);
-        Loop loop = loop(server);
-        Pair p = connect(open(), listener, accepted);
-        assertThat(loop.attach(p.server())).isTrue();
-        long rejectedBefore = server.metrics().rejectedRequests();
-        try (RawPeer hostile = RawPeer.connect(listener.localAddress())) {
+        Server s = server();
+        Loop loop = s.loop();
+        Pair p = attachedPair(s, open());
+        long rejectedBefore = s.transport().metrics().rejectedRequests();
+        try (RawPeer hostile = RawPeer.connect(s.listener().localAddress())) {
             hostile.handshake(TcpFrameCodec.VERSION);
-            RdmaConnection h = accepted.poll(10, TimeUnit.SECONDS);
+            RdmaConnection h = s.accepted().poll(10, TimeUnit.SECONDS);
             closeables.add(h);
             assertThat(loop.attach(h)).isTrue();
             // a keep-alive first (read by a reader thread, which then leaves reading to the loop), then garbage
@@ -229,19 +238,16 @@ class TcpPollerTest {
             assertThatThrownBy(() -> h.receive().get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
                     .cause().hasMessageContaining("unknown frame type 99");
         }
-        eventually("the protocol violation is counted", () -> server.metrics().rejectedRequests() > rejectedBefore);
+        eventually("the protocol violation is counted", () -> s.transport().metrics().rejectedRequests() > rejectedBefore);
         p.client().send(message(0, SIZES[0])).get(10, TimeUnit.SECONDS);
         receiveAll(p.server(), loop, 1, new AtomicInteger());
     }
 
     @Test
     void whileTheLoopDoesNotPollReaderThreadsReadAndSeeTheClose() throws Exception {
-        RdmaTransport server = open();
-        BlockingQueue<RdmaConnection> accepted = new LinkedBlockingQueue<>();
-        RdmaListener listener = server.listen(LOOPBACK, accepted::add);
-        Loop loop = loop(server);
-        Pair p = connect(open(), listener, accepted);
-        assertThat(loop.attach(p.server())).isTrue();
+        Server s = server();
+        Loop loop = s.loop();
+        Pair p = attachedPair(s, open());
         p.client().send(message(0, SIZES[0])).get(10, TimeUnit.SECONDS);
         receiveAll(p.server(), loop, 1, new AtomicInteger()); // the loop leads from here on
 
@@ -274,15 +280,12 @@ class TcpPollerTest {
 
     @Test
     void manyConnectionsShareOneLoopAndClosingItGivesThemBackToReaderThreads() throws Exception {
-        RdmaTransport server = open();
-        BlockingQueue<RdmaConnection> accepted = new LinkedBlockingQueue<>();
-        RdmaListener listener = server.listen(LOOPBACK, accepted::add);
-        Loop loop = loop(server);
+        Server s = server();
+        Loop loop = s.loop();
         RdmaTransport client = open();
         List<Pair> pairs = new ArrayList<>();
         for (int i = 0; i < 100; i++) {
-            Pair p = connect(client, listener, accepted);
-            assertThat(loop.attach(p.server())).isTrue();
+            Pair p = attachedPair(s, client);
             pairs.add(p);
         }
         int each = 12;
