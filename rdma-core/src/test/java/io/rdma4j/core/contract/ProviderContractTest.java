@@ -732,27 +732,41 @@ public abstract class ProviderContractTest {
         ByteBuffer reused = ByteBuffer.allocateDirect(size);
         List<CompletableFuture<Void>> sent = new ArrayList<>();
         for (int m = 0; m < count; m++) {
-            reused.clear();
-            for (int i = 0; i < size; i++) {
-                reused.put((byte) (m * 7 + i));
-            }
-            sent.add(connection.send(reused.flip()));
-            reused.clear();
-            while (reused.hasRemaining()) {
-                reused.put((byte) 0x5a);
-            }
+            sent.add(connection.send(numbered(reused, m)));
+            scramble(reused);
         }
+        assertNumberedMessages(serverSide, count, size, "changed after send returned");
+        for (CompletableFuture<Void> f : sent) {
+            await(f);
+        }
+    }
+
+    /** {@code b} filled with message {@code m}'s bytes, ready to send. */
+    private static ByteBuffer numbered(ByteBuffer b, int m) {
+        b.clear();
+        while (b.hasRemaining()) {
+            b.put((byte) (m * 7 + b.position()));
+        }
+        return b.flip();
+    }
+
+    private static void scramble(ByteBuffer b) {
+        b.clear();
+        while (b.hasRemaining()) {
+            b.put((byte) 0x5a);
+        }
+    }
+
+    /** Receives {@code count} messages of {@code size} bytes, each as {@link #numbered} made it. */
+    private static void assertNumberedMessages(RdmaConnection on, int count, int size, String otherwise) throws Exception {
         for (int m = 0; m < count; m++) {
-            ByteBuffer got = await(serverSide.receive());
+            ByteBuffer got = await(on.receive());
             assertThat(got.remaining()).as("message %d", m).isEqualTo(size);
             for (int i = 0; i < size; i++) {
                 if (got.get(got.position() + i) != (byte) (m * 7 + i)) {
-                    throw new AssertionError("message " + m + " byte " + i + " changed after send returned");
+                    throw new AssertionError("message " + m + " byte " + i + " " + otherwise);
                 }
             }
-        }
-        for (CompletableFuture<Void> f : sent) {
-            await(f);
         }
     }
 
@@ -770,30 +784,13 @@ public abstract class ProviderContractTest {
         int count = (int) Math.max(8, Math.min(48, (6L << 20) / size));
         List<CompletableFuture<Void>> sent = new ArrayList<>();
         for (int m = 0; m < count; m++) {
-            ByteBuffer lent = ByteBuffer.allocateDirect(size);
-            for (int i = 0; i < size; i++) {
-                lent.put((byte) (m * 7 + i));
-            }
-            lent.flip();
+            ByteBuffer lent = numbered(ByteBuffer.allocateDirect(size), m);
             CompletableFuture<Void> f = connection.sendInPlace(lent, Runnable::run);
             assertThat(lent.position()).isZero();
             assertThat(lent.limit()).isEqualTo(size);
-            sent.add(f.whenComplete((v, e) -> {
-                lent.clear();
-                while (lent.hasRemaining()) {
-                    lent.put((byte) 0x5a);
-                }
-            }));
+            sent.add(f.whenComplete((v, e) -> scramble(lent)));
         }
-        for (int m = 0; m < count; m++) {
-            ByteBuffer got = await(serverSide.receive());
-            assertThat(got.remaining()).as("message %d", m).isEqualTo(size);
-            for (int i = 0; i < size; i++) {
-                if (got.get(got.position() + i) != (byte) (m * 7 + i)) {
-                    throw new AssertionError("message " + m + " byte " + i + " read after its send completed");
-                }
-            }
-        }
+        assertNumberedMessages(serverSide, count, size, "read after its send completed");
         for (CompletableFuture<Void> f : sent) {
             await(f);
         }
