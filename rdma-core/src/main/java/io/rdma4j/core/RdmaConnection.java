@@ -83,6 +83,21 @@ public interface RdmaConnection extends AutoCloseable {
         return send(message, executor);
     }
 
+    /**
+     * {@link #sendInPlace(ByteBuffer, java.util.concurrent.Executor)} that may go out together with the sends that
+     * follow it: with {@code more}, the provider may hold the message back until a send without {@code more} or
+     * {@link #flushSends()}, to write them all in one system call (the tcp provider's gathering write), as a socket's
+     * {@code MSG_MORE} does. A caller that sends with {@code more} ends the run with one of the two, also when it
+     * stops early; a send that has to wait for an operation slot writes what is held first.
+     */
+    default CompletableFuture<Void> sendInPlace(ByteBuffer message, java.util.concurrent.Executor executor, boolean more) {
+        return sendInPlace(message, executor);
+    }
+
+    /** Writes the sends held back by {@code more}; see {@link #sendInPlace(ByteBuffer, java.util.concurrent.Executor, boolean)}. */
+    default void flushSends() {
+    }
+
     /** Sends a message; see {@link #send(ByteBuffer)}. */
     default CompletableFuture<Void> send(byte[] message) {
         return send(ByteBuffer.wrap(message));
@@ -119,6 +134,15 @@ public interface RdmaConnection extends AutoCloseable {
             }
         });
         return result;
+    }
+
+    /**
+     * From the next message on, reads received messages into buffers {@code buffers} lends (see
+     * {@link ReceiveBuffers}: who owns which buffer when), saving the copy out of rdma4j's heap buffer. Call it once,
+     * before receiving; a provider that cannot read into the application's memory, or a connection implementation
+     * without the notion, leaves messages in rdma4j's own buffers.
+     */
+    default void useReceiveBuffers(ReceiveBuffers buffers) {
     }
 
     /**

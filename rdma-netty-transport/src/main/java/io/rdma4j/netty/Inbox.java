@@ -23,7 +23,8 @@ final class Inbox {
     private final Consumer<IoEvent> post;
     /** Completes receives on the channel's loop, straight from rdma4j's thread that has the message. */
     private final Executor loop;
-    private final ArrayDeque<ByteBuffer> messages = new ArrayDeque<>();
+    private final ReceiveMemory memory;
+    private final ArrayDeque<ReceivedMessage> messages = new ArrayDeque<>();
     private boolean receiving;
     /** The peer's end of stream arrived (queued, or handed to the pipeline). */
     private boolean endReceived;
@@ -33,8 +34,9 @@ final class Inbox {
     private Throwable failure;
     private boolean dropping;
 
-    Inbox(Consumer<IoEvent> post) {
+    Inbox(Consumer<IoEvent> post, ReceiveMemory memory) {
         this.post = post;
+        this.memory = memory;
         this.loop = task -> post.accept(new RdmaEvent.Run(task));
     }
 
@@ -43,22 +45,22 @@ final class Inbox {
         while (connection != null && !receiving && !peerClosed && failure == null && messages.size() < PREFETCH) {
             CompletableFuture<ByteBuffer> next = connection.receive(loop);
             if (next.isDone()) {
-                add(connection, next.isCompletedExceptionally() ? null : next.resultNow(),
+                add(connection, next.isCompletedExceptionally() ? null : memory.received(next.resultNow()),
                         next.isCompletedExceptionally() ? next.exceptionNow() : null);
                 continue;
             }
             receiving = true;
-            next.whenComplete((m, e) -> post.accept(new RdmaEvent.Received(m, e)));
+            next.whenComplete((m, e) -> post.accept(new RdmaEvent.Received(m == null ? null : memory.received(m), e)));
         }
     }
 
     /** The outstanding receive completed. */
-    void completed(RdmaConnection connection, ByteBuffer message, Throwable failure) {
+    void completed(RdmaConnection connection, ReceivedMessage message, Throwable failure) {
         receiving = false;
         add(connection, message, failure);
     }
 
-    private void add(RdmaConnection connection, ByteBuffer message, Throwable failed) {
+    private void add(RdmaConnection connection, ReceivedMessage message, Throwable failed) {
         if (failed != null) {
             if (endReceived) {
                 peerClosed = true;
@@ -67,15 +69,16 @@ final class Inbox {
             }
         } else if (endReceived) {
             // nothing may follow the end of a stream: a peer that breaks the protocol loses the connection
+            message.release();
             connection.close();
             peerClosed = true;
-        } else if (SendWindow.isEnd(message)) {
-            endReceived = true;
-            if (!dropping) {
+        } else {
+            endReceived |= SendWindow.isEnd(message.bytes());
+            if (dropping) {
+                message.release();
+            } else {
                 messages.add(message);
             }
-        } else if (!dropping) {
-            messages.add(message);
         }
     }
 
@@ -83,8 +86,8 @@ final class Inbox {
      * The oldest message not yet read through (an empty one is the end of stream), or null when none has arrived;
      * the reader moves its position and calls {@link #consumed()} when it has taken all of it.
      */
-    ByteBuffer head(RdmaConnection connection) {
-        ByteBuffer m = messages.peek();
+    ReceivedMessage head(RdmaConnection connection) {
+        ReceivedMessage m = messages.peek();
         if (m == null) {
             pump(connection);
             m = messages.peek();
@@ -92,8 +95,9 @@ final class Inbox {
         return m;
     }
 
+    /** The head message is read through: its lent memory goes back (the pipeline holds slices of their own). */
     void consumed() {
-        messages.poll();
+        messages.remove().release();
     }
 
     boolean endReceived() {
@@ -120,6 +124,29 @@ final class Inbox {
     /** Input shut down or channel closed: what arrives from now on is dropped. */
     void dropMessages() {
         dropping = true;
-        messages.clear();
+        ReceivedMessage m;
+        while ((m = messages.poll()) != null) {
+            m.release();
+        }
+    }
+
+    /**
+     * The channel closed (its connection closes now, or once its sends drained): gives back the memory of what
+     * arrives until then, receiving until the connection's receive fails.
+     */
+    void drainUntilClosed(RdmaConnection connection) {
+        CompletableFuture<ByteBuffer> next;
+        while ((next = connection.receive()).isDone()) {
+            if (next.isCompletedExceptionally()) {
+                return;
+            }
+            memory.received(next.resultNow()).release();
+        }
+        next.whenComplete((m, e) -> {
+            if (m != null) {
+                memory.received(m).release();
+                drainUntilClosed(connection);
+            }
+        });
     }
 }

@@ -12,7 +12,8 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * Turns a channel's flushed writes into rdma4j messages while its send window has room: a buffer goes as it is
- * ({@code sendInPlace}, the buffer retained until rdma4j is done with it), one larger than a message as several, small
+ * ({@code sendInPlace}, the buffer retained until rdma4j is done with it; the messages of one flush written together),
+ * one larger than a message as several, small
  * buffers flushed together as one (copied into the loop's gather buffer, which {@code send} copies again before it
  * returns), a file region as copies of its bytes. Write promises complete as the bytes are
  * handed over, as a socket's do when the kernel has taken them.
@@ -24,6 +25,15 @@ final class MessageWriter {
 
     static void write(ChannelOutboundBuffer in, RdmaConnection connection, SendWindow window, RdmaIoHandler loop,
                       int maxMessageSize) throws Exception {
+        try {
+            writeMessages(in, connection, window, loop, maxMessageSize);
+        } finally {
+            connection.flushSends(); // what went in place was held back to go out in as few system calls as it can
+        }
+    }
+
+    private static void writeMessages(ChannelOutboundBuffer in, RdmaConnection connection, SendWindow window,
+                                      RdmaIoHandler loop, int maxMessageSize) throws Exception {
         Object current;
         while ((current = in.current()) != null) {
             if (!window.hasRoom() && !window.block()) {
@@ -55,7 +65,7 @@ final class MessageWriter {
             }
             int n = message.remaining();
             if (single && current instanceof ByteBuf held) {
-                check(window.sendInPlace(connection, message, held));
+                check(window.sendInPlace(connection, message, held, true));
             } else {
                 send(window, connection, message);
             }

@@ -3,8 +3,6 @@ package io.rdma4j.netty;
 import io.netty.channel.IoEvent;
 import io.rdma4j.core.RdmaConnection;
 
-import java.nio.ByteBuffer;
-
 /** What rdma4j's threads tell a channel, on its event loop. */
 sealed interface RdmaEvent extends IoEvent {
 
@@ -13,7 +11,13 @@ sealed interface RdmaEvent extends IoEvent {
     }
 
     /** A {@code receive()} completed: the message, or why the connection ended. */
-    record Received(ByteBuffer message, Throwable failure) implements RdmaEvent {
+    record Received(ReceivedMessage message, Throwable failure) implements RdmaEvent {
+        @Override
+        public void discard() {
+            if (message != null) {
+                message.release();
+            }
+        }
     }
 
     /** The send window has room again after the loop found it full. */

@@ -28,8 +28,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * A stream channel over one rdma4j connection, for event loops of {@link RdmaIoHandler}: Netty's
  * {@code SocketChannel} with rdma4j's two-sided messages underneath. Written bytes go out as messages of up to
- * max-message-size (small flushed buffers gathered into one); each received message is handed to the pipeline as
- * one {@code ByteBuf}, without a copy. An empty message marks the end of a side's stream, so {@link #shutdownOutput()}
+ * max-message-size (small flushed buffers gathered into one); rdma4j reads each received message into a buffer of the
+ * channel's allocator, which the pipeline gets without a further copy. An empty message marks the end of a side's stream, so {@link #shutdownOutput()}
  * is a half-close the peer sees as end of input, and a connection that closes without it is a reset.
  * Options: {@link RdmaSocketChannelConfig}.
  */
@@ -41,7 +41,8 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
     private enum State { OPEN, CONNECTING, ACTIVE, CLOSED }
 
     private final RdmaSocketChannelConfig config = new RdmaSocketChannelConfig(this);
-    private final Inbox inbox = new Inbox(this::post);
+    private final ReceiveMemory receiveMemory = new ReceiveMemory(() -> config().getAllocator());
+    private final Inbox inbox = new Inbox(this::post, receiveMemory);
     private final StreamReader reader = new StreamReader(this, inbox);
     private final LoopLink link = new LoopLink(() -> !isOpen());
     private volatile State state;
@@ -67,8 +68,10 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
 
     private void start(RdmaConnection connection, RdmaTransport transport) {
         this.connection = connection;
+        connection.useReceiveBuffers(receiveMemory);
         this.maxMessageSize = transport.config().maxMessageSize();
-        int window = config.getSendBufferSize() > 0 ? config.getSendBufferSize() : 4 * maxMessageSize;
+        int window = config.getSendBufferSize() > 0 ? config.getSendBufferSize()
+                : Math.max(RdmaSocketChannelConfig.DEFAULT_SEND_WINDOW, 4 * maxMessageSize);
         this.window = new SendWindow(window, transport.config().maxOutstandingOperations(), this::post);
         state = State.ACTIVE;
     }
@@ -161,6 +164,8 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
             case RdmaEvent.Received r -> {
                 if (state == State.ACTIVE) {
                     reader.received(r.message(), r.failure());
+                } else {
+                    r.discard();
                 }
             }
             case RdmaEvent.Writable w -> {
@@ -378,6 +383,9 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
             }
         }
         inbox.dropMessages();
+        if (c != null && old == State.ACTIVE) {
+            inbox.drainUntilClosed(c);
+        }
         link.discardOrphans();
     }
 

@@ -24,14 +24,21 @@ import static io.netty.channel.ChannelOption.TCP_NODELAY;
  * connect timeout, ...) these apply: {@code ALLOW_HALF_CLOSURE}; {@code SO_LINGER} (0 closes at once and the peer
  * sees a reset; otherwise a close waits for the sends already handed to rdma4j, at most that many seconds when
  * positive, else up to rdma4j's operation timeout, and the peer sees an orderly end); {@code SO_SNDBUF}, the bytes
- * handed to rdma4j whose sends have not completed yet (0: four times max-message-size), beyond which writes wait
- * in the channel's outbound buffer, so writability follows them.
+ * handed to rdma4j whose sends have not completed yet (0: {@value #DEFAULT_SEND_WINDOW} bytes, at least four times
+ * max-message-size), beyond which writes wait in the channel's outbound buffer, so writability follows them.
  *
  * <p>The TCP socket options are accepted so that code written for socket channels runs unchanged, and have no effect:
  * rdma4j sends every message at once ({@code TCP_NODELAY} reads true), keeps connections alive and bounds what a
  * peer may queue itself ({@code tcp.idle-timeout}, {@code tcp.max-inbox-bytes}, {@code verbs.receive-depth}).
  */
 public final class RdmaSocketChannelConfig extends DefaultChannelConfig implements SocketChannelConfig {
+
+    /**
+     * The send window unless {@code SO_SNDBUF} sets one: as much as Linux lets a socket's send buffer grow by default
+     * ({@code tcp_wmem}), so a stream keeps the connection busy while the loop learns of room and refills the window.
+     * The bytes are the application's buffers, held until sent, which would otherwise wait in the outbound buffer.
+     */
+    public static final int DEFAULT_SEND_WINDOW = 4 << 20;
 
     private volatile boolean allowHalfClosure;
     private volatile int soLinger = -1;
@@ -110,7 +117,7 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
         return this;
     }
 
-    /** The send window; 0 means four times the transport's max-message-size. */
+    /** The send window; 0 means {@link #DEFAULT_SEND_WINDOW}. */
     @Override
     public int getSendBufferSize() {
         return sendBufferSize;

@@ -74,14 +74,15 @@ final class SendWindow {
      * done with it, whatever becomes of the channel's outbound buffer meanwhile. The completion runs on the thread
      * that finished the send (the loop's own when the socket took it at once), not as a task on the loop: the buffer
      * goes back before the write's promise completes, as a socket channel's does, and a closed channel's discarded
-     * tasks cannot keep it.
+     * tasks cannot keep it. With {@code more}, rdma4j may hold it back to write it with the next ones; see
+     * {@link RdmaConnection#sendInPlace(ByteBuffer, java.util.concurrent.Executor, boolean)}.
      */
-    CompletableFuture<Void> sendInPlace(RdmaConnection connection, ByteBuffer message, ByteBuf held) {
+    CompletableFuture<Void> sendInPlace(RdmaConnection connection, ByteBuffer message, ByteBuf held, boolean more) {
         int n = message.remaining();
         bytes.addAndGet(n);
         sends.incrementAndGet();
         held.retain();
-        CompletableFuture<Void> sent = connection.sendInPlace(message, Runnable::run);
+        CompletableFuture<Void> sent = connection.sendInPlace(message, Runnable::run, more);
         sent.whenComplete((v, failure) -> {
             held.release();
             completed(n, failure);

@@ -8,7 +8,8 @@ import java.nio.ByteBuffer;
 
 /**
  * A channel's reads, on its event loop, as a socket channel's: read loops only when asked (or auto-read), into
- * buffers of the channel's allocator sized by its {@code RecvByteBufAllocator} (a message may span several), and the
+ * buffers of the channel's allocator sized by its {@code RecvByteBufAllocator} (a message may span several; one rdma4j
+ * read into the channel's memory is handed on as slices of that size, without a copy), and the
  * peer's end of stream read through without a pending read, as epoll does after {@code EPOLLRDHUP}, ending the
  * input with both half-close events (or a close without half-closure). A connection that ends without the peer's end
  * of stream fails the read with a reset.
@@ -50,7 +51,7 @@ final class StreamReader {
         return inbox.available(channel.connection()) || (channel.inputShutdown() && !inputClosedSeenErrorOnRead);
     }
 
-    void received(ByteBuffer message, Throwable failure) {
+    void received(ReceivedMessage message, Throwable failure) {
         inbox.completed(channel.connection(), message, failure);
         if (inbox.peerClosed() && inputClosedSeenErrorOnRead) {
             // the peer ended its stream, we read past the end, and now its connection is gone too
@@ -97,24 +98,38 @@ final class StreamReader {
         boolean end = false;
         Throwable failure = null;
         do {
-            ByteBuffer m = inbox.head(channel.connection());
-            if (m == null) {
+            ReceivedMessage received = inbox.head(channel.connection());
+            if (received == null) {
                 failure = inbox.failure();
                 break;
             }
             readRequested = false;
-            if (SendWindow.isEnd(m)) {
+            if (SendWindow.isEnd(received.bytes())) {
                 inbox.consumed();
                 end = true;
                 break;
             }
-            ByteBuf buf = handle.allocate(channel.config().getAllocator());
-            int n = Math.min(buf.writableBytes(), m.remaining());
-            handle.attemptedBytesRead(buf.writableBytes());
-            buf.writeBytes(m.slice(m.position(), n));
-            m.position(m.position() + n);
-            if (!m.hasRemaining()) {
-                inbox.consumed();
+            ByteBuf buf;
+            int n;
+            if (received.lent() != null) {
+                // read into the channel's memory already: a slice as large as the allocator would have read
+                ByteBuf lent = received.lent();
+                handle.attemptedBytesRead(handle.guess());
+                n = Math.min(handle.guess(), lent.readableBytes());
+                buf = lent.readRetainedSlice(n);
+                if (!lent.isReadable()) {
+                    inbox.consumed();
+                }
+            } else {
+                ByteBuffer m = received.bytes();
+                buf = handle.allocate(channel.config().getAllocator());
+                n = Math.min(buf.writableBytes(), m.remaining());
+                handle.attemptedBytesRead(buf.writableBytes());
+                buf.writeBytes(m.slice(m.position(), n));
+                m.position(m.position() + n);
+                if (!m.hasRemaining()) {
+                    inbox.consumed();
+                }
             }
             handle.lastBytesRead(n);
             handle.incMessagesRead(1);

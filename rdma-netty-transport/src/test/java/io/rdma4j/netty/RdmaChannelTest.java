@@ -3,7 +3,9 @@ package io.rdma4j.netty;
 import io.rdma4j.netty.leaks.NettyLeaks;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.AbstractByteBufAllocator;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
@@ -27,10 +29,13 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
+import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -192,6 +197,79 @@ class RdmaChannelTest {
             synchronized (received) {
                 assertThat(received.toByteArray()).isEqualTo(data);
             }
+            ch.close().sync();
+        } finally {
+            server.close().sync();
+        }
+    }
+
+    /**
+     * rdma4j reads a received message straight into a buffer of the channel's allocator (one of exactly the message's
+     * size), and the pipeline gets slices of it: no received byte is copied in Java.
+     */
+    @Test
+    void receivedBytesReachThePipelineInTheChannelsMemoryWithoutACopy() throws Exception {
+        byte[] data = new byte[40_000];
+        new Random(44).nextBytes(data);
+        List<MemorySegment> messageBuffers = new CopyOnWriteArrayList<>();
+        AbstractByteBufAllocator tracking = new AbstractByteBufAllocator(true) {
+            @Override
+            protected ByteBuf newDirectBuffer(int initialCapacity, int maxCapacity) {
+                ByteBuf b = PooledByteBufAllocator.DEFAULT.directBuffer(initialCapacity, maxCapacity);
+                if (initialCapacity == maxCapacity) { // what a channel lends for one message
+                    messageBuffers.add(MemorySegment.ofBuffer(b.nioBuffer(0, initialCapacity)));
+                }
+                return b;
+            }
+
+            @Override
+            protected ByteBuf newHeapBuffer(int initialCapacity, int maxCapacity) {
+                return PooledByteBufAllocator.DEFAULT.heapBuffer(initialCapacity, maxCapacity);
+            }
+
+            @Override
+            public boolean isDirectBufferPooled() {
+                return true;
+            }
+        };
+        ByteArrayOutputStream received = new ByteArrayOutputStream();
+        List<String> copied = new CopyOnWriteArrayList<>();
+        CountDownLatch active = new CountDownLatch(1);
+        CountDownLatch all = new CountDownLatch(1);
+        Channel server = new ServerBootstrap().group(serverGroup).channel(RdmaServerSocketChannel.class)
+                .childOption(ChannelOption.ALLOCATOR, tracking)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        active.countDown();
+                    }
+
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ByteBuf buf = (ByteBuf) msg;
+                        MemorySegment bytes = MemorySegment.ofBuffer(buf.nioBuffer());
+                        if (messageBuffers.stream().noneMatch(m -> m.address() <= bytes.address()
+                                && bytes.address() + bytes.byteSize() <= m.address() + m.byteSize())) {
+                            copied.add(buf.readableBytes() + " bytes at " + Long.toHexString(bytes.address()));
+                        }
+                        byte[] b = new byte[buf.readableBytes()];
+                        buf.readBytes(b).release();
+                        received.writeBytes(b);
+                        if (received.size() == data.length) {
+                            all.countDown();
+                        }
+                    }
+                }).bind(LOOPBACK).sync().channel();
+        try {
+            Channel ch = new Bootstrap().group(clientGroup).channel(RdmaSocketChannel.class)
+                    .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
+            assertThat(active.await(10, TimeUnit.SECONDS)).isTrue(); // the server's channel lent its memory
+            ch.writeAndFlush(Unpooled.wrappedBuffer(data)).sync();
+            assertThat(all.await(10, TimeUnit.SECONDS)).isTrue();
+            assertThat(received.toByteArray()).isEqualTo(data);
+            assertThat(messageBuffers).as("one buffer of the message's size, its header included").hasSize(1);
+            assertThat(messageBuffers.getFirst().byteSize()).isEqualTo(data.length + 16);
+            assertThat(copied).as("bytes the pipeline got outside the lent buffer").isEmpty();
             ch.close().sync();
         } finally {
             server.close().sync();

@@ -43,6 +43,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
     /** Written under the close lock; the first cause wins. */
     private volatile RdmaException closedCause;
     private final MessageInbox inbox;
+    private final LentReceiveBuffers receiveBuffers = new LentReceiveBuffers(this);
     private final PendingRequests requests;
     private final RequestDispatcher dispatcher;
     private final TrackedOperations operations;
@@ -117,14 +118,24 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
 
     @Override
     public CompletableFuture<Void> sendInPlace(ByteBuffer message, java.util.concurrent.Executor executor) {
+        return sendInPlace(message, executor, false);
+    }
+
+    @Override
+    public CompletableFuture<Void> sendInPlace(ByteBuffer message, java.util.concurrent.Executor executor, boolean more) {
         try {
             int size = checkSendable(message);
             ByteBuffer header = MessageHeader.header(MessageHeader.MESSAGE, 0, 0, 0);
             ByteBuffer body = message.slice(); // the caller's position and limit stay the caller's
-            return operations.start(OperationType.SEND, size, null, () -> pc.send(header, body), true, executor);
+            return operations.start(OperationType.SEND, size, null, () -> pc.send(header, body, more), true, executor);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
+    }
+
+    @Override
+    public void flushSends() {
+        pc.flushSends();
     }
 
     /** The message's size, once the connection is open and the size within max-message-size. */
@@ -168,21 +179,40 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         try {
             header = MessageHeader.parse(message);
         } catch (ProtocolException e) {
+            receiveBuffers.release(message);
             refuse(e);
             return;
         }
-        ByteBuffer body = message.slice();
+        // a lent buffer reaches the application as itself, positioned at the body, so it knows its buffer
+        boolean lent = receiveBuffers.isLent(message);
+        ByteBuffer body = lent ? message : message.slice();
         transport.metrics().recordCompleted(OperationType.RECEIVE, body.remaining(), 0, true);
         switch (header.kind()) {
-            case MessageHeader.REQUEST -> dispatcher.serve(header, body);
-            case MessageHeader.REPLY -> requests.replied(header, body);
+            case MessageHeader.REQUEST -> dispatcher.serve(header, receiveBuffers.own(body));
+            case MessageHeader.REPLY -> requests.replied(header, receiveBuffers.own(body));
             default -> {
-                if (!inbox.offer(body)) {
+                if (!inbox.offer(body, lent)) {
+                    receiveBuffers.release(body);
                     closeWith(new RdmaException("peer sent more than " + MessageInbox.MAX_UNRECEIVED_MESSAGES
                             + " messages that were not received; closing " + this));
                 }
             }
         }
+    }
+
+    @Override
+    public void useReceiveBuffers(io.rdma4j.core.ReceiveBuffers buffers) {
+        receiveBuffers.lend(buffers);
+    }
+
+    @Override
+    public ByteBuffer messageBuffer(int size) {
+        return receiveBuffers.allocate(size);
+    }
+
+    @Override
+    public void messageDropped(ByteBuffer buffer) {
+        receiveBuffers.release(buffer);
     }
 
     @Override

@@ -76,8 +76,9 @@ final class MessageInbox {
     /**
      * Hands {@code message} to the oldest waiting receiver, on a completion thread, or queues it; false when
      * {@value #MAX_UNRECEIVED_MESSAGES} messages are queued already, and the caller must close the connection.
+     * {@code lent}: the application's own buffer, handed over as itself; rdma4j's own go out read-only.
      */
-    boolean offer(ByteBuffer message) {
+    boolean offer(ByteBuffer message, boolean lent) {
         Waiter waiter;
         synchronized (closeLock) {
             waiter = waiters.pollFirst();
@@ -85,7 +86,7 @@ final class MessageInbox {
                 if (messages.size() >= MAX_UNRECEIVED_MESSAGES) {
                     return false;
                 }
-                messages.addLast(message.asReadOnlyBuffer());
+                messages.addLast(lent ? message : message.asReadOnlyBuffer());
                 queuedBytes += cost(message);
                 if (!detached) {
                     transportQueued.addAndGet(cost(message));
@@ -93,7 +94,7 @@ final class MessageInbox {
                 return true;
             }
         }
-        ByteBuffer m = message.asReadOnlyBuffer();
+        ByteBuffer m = lent ? message : message.asReadOnlyBuffer();
         waiter.run(() -> waiter.future.complete(m), completions);
         return true;
     }

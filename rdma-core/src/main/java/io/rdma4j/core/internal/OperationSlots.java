@@ -39,10 +39,14 @@ final class OperationSlots {
     }
 
     /** Waits for a permit; fails if none frees within the timeout, or if the connection closed meanwhile. */
-    void acquire() {
+    void acquire(Runnable beforeWaiting) {
         boolean acquired;
         try {
-            acquired = permits.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS);
+            acquired = permits.tryAcquire();
+            if (!acquired) {
+                beforeWaiting.run();
+                acquired = permits.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS);
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new RdmaException("interrupted while waiting for an operation slot", e);

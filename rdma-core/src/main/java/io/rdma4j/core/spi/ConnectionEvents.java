@@ -5,8 +5,21 @@ import java.nio.ByteBuffer;
 /** What a provider connection reports to the transport. Called from provider threads: implementations never block. */
 public interface ConnectionEvents {
 
-    /** A two-sided message arrived (the buffer is the transport's to keep). */
+    /** A two-sided message arrived (the buffer is the transport's to keep, from {@link #messageBuffer} or not). */
     void onMessage(ByteBuffer message);
+
+    /**
+     * The buffer to read a message of {@code size} bytes into, at position 0 with at least {@code size} bytes
+     * remaining: the application's where it lent receive memory ({@link io.rdma4j.core.ReceiveBuffers}), else a heap
+     * buffer. The provider passes it to {@link #onMessage} once read, or to {@link #messageDropped} if it never will.
+     */
+    default ByteBuffer messageBuffer(int size) {
+        return ByteBuffer.allocate(size);
+    }
+
+    /** A buffer from {@link #messageBuffer} whose message will not be delivered (the connection ended meanwhile). */
+    default void messageDropped(ByteBuffer buffer) {
+    }
 
     /**
      * The connection is gone: closed locally, by the peer, or failed. {@code cause} is a

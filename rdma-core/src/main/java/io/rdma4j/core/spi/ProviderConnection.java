@@ -98,6 +98,18 @@ public interface ProviderConnection {
     }
 
     /**
+     * {@link #send(ByteBuffer, ByteBuffer)} that, with {@code more}, the provider may hold back until a send without
+     * it or {@link #flushSends()}, to write them together. By default every send goes out at once.
+     */
+    default CompletableFuture<Void> send(ByteBuffer header, ByteBuffer body, boolean more) {
+        return send(header, body);
+    }
+
+    /** Writes the sends held back by {@code more}; on any thread. */
+    default void flushSends() {
+    }
+
+    /**
      * The application took a queued message ({@link ConnectionEvents#unreceivedMessageBytes()} fell): a provider that
      * holds its reading back at the inbox bound may read on. Called often; must return at once.
      */

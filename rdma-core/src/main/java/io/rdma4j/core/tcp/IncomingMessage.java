@@ -29,9 +29,14 @@ final class IncomingMessage {
         return Math.max(h.length(), ConnectionEvents.MESSAGE_OVERHEAD);
     }
 
-    /** Once {@code cost} is admitted: the buffer the message's bytes are read into. */
+    /** Once {@code cost} is admitted: the buffer the message's bytes are read into (the application's, if lent). */
     ByteBuffer begin(TcpFrameCodec.Header h, long cost) {
-        this.message = ByteBuffer.allocate(h.length());
+        try {
+            this.message = events.get().messageBuffer(h.length());
+        } catch (RuntimeException e) {
+            bounds.messageHandedOver(cost); // the lender broke its contract: the connection fails with this
+            throw e;
+        }
         this.cost = cost;
         return message;
     }
@@ -56,8 +61,10 @@ final class IncomingMessage {
     /** The connection ended with the message unfinished: its bytes no longer count. */
     void abandon() {
         if (message != null) {
+            ByteBuffer m = message;
             message = null;
             bounds.messageHandedOver(cost);
+            events.get().messageDropped(m);
         }
     }
 }

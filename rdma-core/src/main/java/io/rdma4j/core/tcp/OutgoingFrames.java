@@ -68,9 +68,9 @@ final class OutgoingFrames implements FrameChannel.Output {
 
     /**
      * Queues a message frame of {@code message}'s buffers, as they are (kept until written or aborted), and writes
-     * what the socket takes now.
+     * what the socket takes now, unless {@code more} frames follow from the caller, which then writes them together.
      */
-    CompletableFuture<Void> sendMessage(int maxMessageSize, ByteBuffer... message) {
+    CompletableFuture<Void> sendMessage(int maxMessageSize, boolean more, ByteBuffer... message) {
         long length = 0;
         for (ByteBuffer b : message) {
             length += b.remaining();
@@ -83,7 +83,8 @@ final class OutgoingFrames implements FrameChannel.Output {
         frame[0] = TcpFrameCodec.encodeSendHeader((int) length);
         System.arraycopy(message, 0, frame, 1, message.length);
         CompletableFuture<Void> done = new CompletableFuture<>();
-        enqueue(new Control(done, frame));
+        queue.addLast(new Control(done, frame));
+        queued(!more);
         return done;
     }
 

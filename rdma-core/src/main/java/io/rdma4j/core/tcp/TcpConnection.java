@@ -53,7 +53,7 @@ final class TcpConnection implements ProviderConnection {
     private final Object lock = new Object();
     private final AtomicBoolean finishedOnce = new AtomicBoolean();
     private final AtomicBoolean slotReleased = new AtomicBoolean();
-    private final AtomicBoolean pingQueued = new AtomicBoolean();
+    private final KeepAlive keepAlive;
     /** The reader waits here while a bound is reached; the writer wakes it when a response is written. */
     private final TcpOptions options;
     /** Gives the listener's connection slot back; runs once. */
@@ -87,6 +87,7 @@ final class TcpConnection implements ProviderConnection {
         this.bounds = new ReadBounds(transport, outgoing, frames, input, remoteAddress, () -> closeCause == null);
         this.peerRequests = new PeerRequests(this, transport, outgoing, remoteAddress, chunkSize);
         this.incoming = new IncomingMessage(bounds, outgoing, () -> events);
+        this.keepAlive = new KeepAlive(options.idleTimeout(), outgoing, bounds, input);
     }
 
     @Override
@@ -168,13 +169,23 @@ final class TcpConnection implements ProviderConnection {
 
     @Override
     public CompletableFuture<Void> send(ByteBuffer message) {
-        return outgoing.sendMessage(maxMessageSize, message);
+        return outgoing.sendMessage(maxMessageSize, false, message);
     }
 
     /** Writes the caller's buffers as they are: a queued frame keeps them until written or aborted. */
     @Override
     public CompletableFuture<Void> send(ByteBuffer header, ByteBuffer body) {
-        return outgoing.sendMessage(maxMessageSize, header, body);
+        return send(header, body, false);
+    }
+
+    @Override
+    public CompletableFuture<Void> send(ByteBuffer header, ByteBuffer body, boolean more) {
+        return outgoing.sendMessage(maxMessageSize, more, header, body);
+    }
+
+    @Override
+    public void flushSends() {
+        outgoing.flush();
     }
 
     /** Hands reading to another thread when the caller reads this connection; see {@link ReaderThreads}. */
@@ -331,34 +342,15 @@ final class TcpConnection implements ProviderConnection {
         bounds.roomMade();
     }
 
-    /**
-     * Called periodically by the transport: closes the connection if the peer went silent (nothing read within
-     * the idle timeout while reading, or nothing written within it while the reader is held back by a bound),
-     * and sends a keep-alive after a quarter of the timeout without writing.
-     */
+    /** Called periodically by the transport: closes the connection if the peer went silent; see {@link KeepAlive}. */
     void checkIdle(long now) {
-        if (events == null || finished) {
-            return;
-        }
-        long idle = options.idleTimeout().toNanos();
-        long lastWrite = outgoing.lastWriteNanos();
-        long silentFor = bounds.paused() ? now - lastWrite : now - input.lastReadNanos();
-        if (silentFor > idle) {
+        String stopped = events == null || finished ? null : keepAlive.check(now);
+        if (stopped != null) {
             transport.rejected("idle connection from " + remoteAddress + " closed after " + options.idleTimeout()
-                    + (bounds.paused() ? " without the peer reading" : " without traffic") + " (tcp.idle-timeout)");
+                    + " without the peer " + stopped + " (tcp.idle-timeout)");
             fail(new ConnectionClosedException("connection to " + remoteAddress + " was idle for longer than tcp.idle-timeout "
-                    + options.idleTimeout() + "; the peer stopped " + (bounds.paused() ? "reading" : "sending")));
-            return;
+                    + options.idleTimeout() + "; the peer stopped " + stopped));
         }
-        if (now - lastWrite > idle / 4 && pingQueued.compareAndSet(false, true)) {
-            outgoing.enqueue(new OutgoingFrames.Control(pingDone(), TcpFrameCodec.encodeEmpty(TcpFrameCodec.PING, 0)));
-        }
-    }
-
-    private CompletableFuture<Void> pingDone() {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        done.whenComplete((v, e) -> pingQueued.set(false));
-        return done;
     }
 
     /** Gives the listener's connection slot back, once. */

@@ -8,6 +8,7 @@ import io.rdma4j.core.RdmaListener;
 import io.rdma4j.core.RdmaTimeoutException;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.ReadRequest;
+import io.rdma4j.core.ReceiveBuffers;
 import io.rdma4j.core.RegionDescriptor;
 import io.rdma4j.core.RegisteredRegion;
 import io.rdma4j.core.RemoteAccessException;
@@ -32,10 +33,13 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.EnumSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Optional;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -207,6 +211,14 @@ public abstract class ProviderContractTest {
      * protection domain. Keys and ranges are still checked there.
      */
     protected boolean enforcesRemoteReadRight() {
+        return true;
+    }
+
+    /**
+     * Whether the provider reads two-sided messages into buffers the application lent ({@link ReceiveBuffers}). verbs
+     * reassembles each message from its registered receive slots into a buffer of its own, which the application gets.
+     */
+    protected boolean readsIntoLentBuffers() {
         return true;
     }
 
@@ -797,6 +809,56 @@ public abstract class ProviderContractTest {
         CompletableFuture<Void> tooLarge = connection.sendInPlace(ByteBuffer.allocate(size + 1), Runnable::run);
         assertThatThrownBy(() -> await(tooLarge)).hasCauseInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("max-message-size");
+    }
+
+    /**
+     * Messages read into lent receive buffers arrive whole and in order, sent in runs held back for {@code more}, and
+     * every lent buffer comes back: as a received message, or released once the connection ends with it unreceived.
+     */
+    @Test
+    void messagesInLentBuffersArriveWholeAndEveryLentBufferComesBack() throws Exception {
+        RdmaConnection serverSide = accepted.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertThat(serverSide).isNotNull();
+        Set<ByteBuffer> lent = Collections.synchronizedSet(Collections.newSetFromMap(new IdentityHashMap<>()));
+        serverSide.useReceiveBuffers(new ReceiveBuffers() {
+            @Override
+            public ByteBuffer allocate(int size) {
+                ByteBuffer b = ByteBuffer.allocateDirect(size);
+                lent.add(b);
+                return b;
+            }
+
+            @Override
+            public void release(ByteBuffer buffer) {
+                assertThat(lent.remove(buffer)).as("only lent buffers come back, once").isTrue();
+            }
+        });
+        int size = config().maxMessageSize();
+        int count = 12;
+        List<CompletableFuture<Void>> sent = new ArrayList<>();
+        for (int m = 0; m < count; m++) {
+            sent.add(connection.sendInPlace(numbered(ByteBuffer.allocateDirect(size), m), Runnable::run, m % 4 != 3));
+        }
+        for (int m = 0; m < count; m++) {
+            ByteBuffer got = await(serverSide.receive());
+            assertThat(got.remaining()).as("message %d", m).isEqualTo(size);
+            assertThat(got.duplicate().mismatch(numbered(ByteBuffer.allocate(size), m))).as("message %d", m).isEqualTo(-1);
+            assertThat(lent.remove(got)).as("message %d in a lent buffer", m).isEqualTo(readsIntoLentBuffers());
+            await(sent.get(m));
+        }
+        for (int m = 0; m < 3; m++) {
+            await(connection.send(numbered(ByteBuffer.allocate(100), m)));
+        }
+        connection.close();
+        while (true) { // what the connection queued before it ended stays receivable: take it all
+            CompletableFuture<ByteBuffer> next = serverSide.receive();
+            try {
+                lent.remove(await(next));
+            } catch (Exception closed) {
+                break;
+            }
+        }
+        assertThat(lent).as("lent buffers neither received nor released").isEmpty();
     }
 
     // ---- concurrency ----

@@ -25,9 +25,9 @@ class MessageInboxTest {
     void queuedMessagesCountForTheTransportUntilReceivedEachAtLeastTheOverhead() {
         MessageInbox a = inbox();
         MessageInbox b = inbox();
-        a.offer(ByteBuffer.allocate(5000));
-        a.offer(ByteBuffer.allocate(10));
-        b.offer(ByteBuffer.allocate(2000));
+        a.offer(ByteBuffer.allocate(5000), false);
+        a.offer(ByteBuffer.allocate(10), false);
+        b.offer(ByteBuffer.allocate(2000), false);
         assertThat(a.queuedBytes()).isEqualTo(5000 + 1024);
         assertThat(transport.get()).isEqualTo(5000 + 1024 + 2000);
         a.receive();
@@ -47,15 +47,15 @@ class MessageInboxTest {
         java.util.List<Long> countWhenTold = new java.util.ArrayList<>();
         MessageInbox a = new MessageInbox(closeLock, closed::get, Runnable::run, transport,
                 () -> countWhenTold.add(transport.get()));
-        a.offer(ByteBuffer.allocate(5000));
-        a.offer(ByteBuffer.allocate(6000));
+        a.offer(ByteBuffer.allocate(5000), false);
+        a.offer(ByteBuffer.allocate(6000), false);
         assertThat(countWhenTold).isEmpty();
         a.receive();
         assertThat(countWhenTold).containsExactly(6000L);
         a.receive();
         assertThat(countWhenTold).containsExactly(6000L, 0L);
         java.util.concurrent.CompletableFuture<ByteBuffer> waiting = a.receive();
-        a.offer(ByteBuffer.allocate(7000));
+        a.offer(ByteBuffer.allocate(7000), false);
         assertThat(waiting).isCompleted();
         assertThat(countWhenTold).as("nothing queued was taken").hasSize(2);
     }
@@ -63,8 +63,8 @@ class MessageInboxTest {
     @Test
     void aClosedConnectionsMessagesStopCountingOnceAndForAll() {
         MessageInbox a = inbox();
-        a.offer(ByteBuffer.allocate(4096));
-        a.offer(ByteBuffer.allocate(4096));
+        a.offer(ByteBuffer.allocate(4096), false);
+        a.offer(ByteBuffer.allocate(4096), false);
         synchronized (closeLock) {
             closed.set(new ConnectionClosedException("closed"));
             a.takeWaiters();
@@ -72,7 +72,7 @@ class MessageInboxTest {
         }
         assertThat(transport.get()).as("what a closed connection holds no longer counts").isZero();
         assertThat(a.receive()).as("still receivable").isCompleted();
-        a.offer(ByteBuffer.allocate(4096));
+        a.offer(ByteBuffer.allocate(4096), false);
         assertThat(transport.get()).as("nothing counted twice or taken back twice").isZero();
     }
 
@@ -88,14 +88,14 @@ class MessageInboxTest {
             task.run();
         });
         assertThat(waiting).isNotDone();
-        a.offer(ByteBuffer.wrap(new byte[] {7}));
+        a.offer(ByteBuffer.wrap(new byte[] {7}), false);
         assertThat(waiting).isCompleted();
         assertThat(waiting.join().get()).isEqualTo((byte) 7);
 
         java.util.concurrent.CompletableFuture<ByteBuffer> refused = a.receive(task -> {
             throw new java.util.concurrent.RejectedExecutionException("shutting down");
         });
-        a.offer(ByteBuffer.wrap(new byte[] {8}));
+        a.offer(ByteBuffer.wrap(new byte[] {8}), false);
         assertThat(refused.join().get()).isEqualTo((byte) 8);
         assertThat(ranOn).containsExactly("own executor", "completions");
     }

@@ -192,6 +192,35 @@ class TcpWritePathTest {
         assertTrue(c.isOpen());
     }
 
+    /**
+     * Sends held back for {@code more} go out at the end of the run, and before their sender would wait for an
+     * operation slot: they hold slots that only their writing frees, so a sender waiting first would wait for itself.
+     */
+    @Test
+    void sendsHeldForMoreGoOutWithTheRunsEndAndBeforeTheSenderWaitsForASlot() throws Exception {
+        RdmaTransport few = RdmaTransport.open(TransportConfig.builder().provider("tcp").maxOutstandingOperations(4).build());
+        try {
+            RdmaConnection c = few.connect(listener.localAddress()).get();
+            RdmaConnection served = accepted.poll(10, TimeUnit.SECONDS);
+            List<CompletableFuture<Void>> sent = new ArrayList<>();
+            for (int i = 0; i < 20; i++) { // five times the slots, from one thread, never flushed by hand
+                sent.add(c.sendInPlace(ByteBuffer.allocateDirect(64).putInt(0, i), Runnable::run, true));
+            }
+            c.flushSends();
+            for (int i = 0; i < 20; i++) {
+                assertEquals(i, served.receive().get(10, TimeUnit.SECONDS).getInt(0), "message " + i);
+                sent.get(i).get(10, TimeUnit.SECONDS);
+            }
+            CompletableFuture<Void> held = c.sendInPlace(ByteBuffer.allocateDirect(64).putInt(0, 20), Runnable::run, true);
+            c.sendInPlace(ByteBuffer.allocateDirect(64).putInt(0, 21), Runnable::run, false).get(10, TimeUnit.SECONDS);
+            assertTrue(held.isDone(), "a send without more writes what was held before it");
+            assertEquals(20, served.receive().get(10, TimeUnit.SECONDS).getInt(0));
+            assertEquals(21, served.receive().get(10, TimeUnit.SECONDS).getInt(0));
+        } finally {
+            few.close();
+        }
+    }
+
     private static ByteBuffer message(int i) {
         ByteBuffer b = ByteBuffer.allocate(MESSAGE);
         for (int j = 0; j < MESSAGE; j += 4) {
