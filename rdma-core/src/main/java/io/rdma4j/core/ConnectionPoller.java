@@ -1,5 +1,10 @@
 package io.rdma4j.core;
 
+import java.io.IOException;
+import java.nio.channels.SelectableChannel;
+import java.nio.channels.SelectionKey;
+import java.util.function.IntConsumer;
+
 /**
  * Lets one thread, an event loop's, read its connections itself: the loop waits in {@link #poll} and reads the
  * connections {@link #attach attached} to it as their input arrives, so a message reaches the loop without a thread
@@ -25,8 +30,16 @@ public interface ConnectionPoller extends AutoCloseable {
     void detach(RdmaConnection connection);
 
     /**
-     * Waits up to {@code timeoutNanos} (0: not at all) for input on the attached connections or for {@link #wakeup},
-     * and reads what has arrived.
+     * Watches a plain socket of the application's ({@code channel}, non-blocking) as well, so one loop serves rdma4j
+     * connections and plain sockets (a Netty channel whose peer does not run rdma4j): {@code ready} runs within
+     * {@link #poll}, on the polling thread, with the ready operations of {@code ops}. The polling thread changes the
+     * interest through the returned key, and cancels it to stop watching.
+     */
+    SelectionKey watch(SelectableChannel channel, int ops, IntConsumer ready) throws IOException;
+
+    /**
+     * Waits up to {@code timeoutNanos} (0: not at all) for input on the attached connections, the watched sockets or
+     * {@link #wakeup}, and reads what has arrived.
      */
     void poll(long timeoutNanos);
 

@@ -5,6 +5,7 @@ import io.netty.channel.ConnectTimeoutException;
 import io.netty.util.concurrent.Future;
 import io.rdma4j.core.RdmaTransport;
 
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -60,6 +61,31 @@ final class PendingConnect {
         ChannelPromise p = promise;
         promise = null;
         return p;
+    }
+
+    /**
+     * rdma4j's connect failed: where the failure says the peer does not run rdma4j and the channel lets it
+     * ({@link RdmaChannelOption#TCP_FALLBACK}), connects over plain TCP instead, under the same promise and timeout:
+     * {@code adopt} takes the socket, {@code connected} learns the outcome on the loop. False when it does not.
+     */
+    boolean fallBack(Throwable failure, RdmaSocketChannel channel, RdmaTransport transport, Consumer<PlainSocket> adopt,
+                     Consumer<Throwable> connected) {
+        Boolean set = channel.config().tcpFallback();
+        if (promise == null || !(set != null ? set : TcpFallback.byDefault(transport.config()))
+                || !TcpFallback.applies(failure)) {
+            return false;
+        }
+        TcpFallback.report(remote, failure);
+        PlainSocket plain;
+        try {
+            plain = PlainSocket.open(channel);
+        } catch (IOException e) {
+            connected.accept(e);
+            return true;
+        }
+        adopt.accept(plain);
+        plain.connect(remote, connected);
+        return true;
     }
 
     /** rdma4j's connect failed: the promise fails with what a socket's connect fails with. */

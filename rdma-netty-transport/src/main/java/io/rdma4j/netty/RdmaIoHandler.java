@@ -12,13 +12,17 @@ import io.rdma4j.core.ConnectionPoller;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaTransport;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.SelectableChannel;
+import java.nio.channels.SelectionKey;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.IntConsumer;
 
 /**
  * The I/O side of an event loop of this transport: channels registered on it receive the completions of their
@@ -123,6 +127,18 @@ public final class RdmaIoHandler implements IoHandler {
     /** Loop thread: {@code connection}'s reading goes back to rdma4j's threads (the channel leaves this loop). */
     void detach(RdmaConnection connection) {
         poller.detach(connection);
+    }
+
+    /** Loop thread: watches a channel's plain socket (its peer does not run rdma4j) where the loop waits. */
+    SelectionKey watch(SelectableChannel socket, int ops, IntConsumer ready) throws IOException {
+        return poller.watch(socket, ops, readyOps -> {
+            try {
+                ready.accept(readyOps);
+            } catch (Throwable t) {
+                // a channel's failure must not end the loop that serves the others
+                LOG.log(System.Logger.Level.WARNING, "rdma4j channel failed to handle its plain socket", t);
+            }
+        });
     }
 
     /** Hands what rdma4j's threads posted to the channels, at most a bounded batch so tasks get their turn. */

@@ -17,6 +17,7 @@ import io.netty.util.internal.StringUtil;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaTransport;
 
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.channels.AlreadyConnectedException;
@@ -30,7 +31,8 @@ import java.util.concurrent.TimeUnit;
  * {@code SocketChannel} with rdma4j's two-sided messages underneath. Written bytes go out as messages of up to
  * max-message-size (small flushed buffers gathered into one); rdma4j reads each received message into a buffer of the
  * channel's allocator, which the pipeline gets without a further copy. An empty message marks the end of a side's stream, so {@link #shutdownOutput()}
- * is a half-close the peer sees as end of input, and a connection that closes without it is a reset.
+ * is a half-close the peer sees as end of input, and a connection that closes without it is a reset. A client whose
+ * peer does not run rdma4j talks to it over a plain TCP socket instead ({@link RdmaChannelOption#TCP_FALLBACK}).
  * Options: {@link RdmaSocketChannelConfig}.
  */
 @SuppressWarnings("this-escape") // a Netty channel hands itself to its config and pipeline while built, as Netty's own do
@@ -47,6 +49,8 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
     private final LoopLink link = new LoopLink(() -> !isOpen());
     private volatile State state;
     private volatile RdmaConnection connection;
+    /** Instead of {@link #connection}: plain TCP to a peer that does not run rdma4j ({@link RdmaChannelOption#TCP_FALLBACK}). */
+    private volatile PlainSocket plain;
     private volatile boolean inputShutdown;
     private volatile boolean outputShutdown;
     // loop thread only
@@ -114,13 +118,15 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
     @Override
     protected SocketAddress localAddress0() {
         RdmaConnection c = connection;
-        return c == null ? null : c.localAddress();
+        PlainSocket p = plain;
+        return c != null ? c.localAddress() : p != null ? p.localAddress() : null;
     }
 
     @Override
     protected SocketAddress remoteAddress0() {
         RdmaConnection c = connection;
-        return c == null ? null : c.remoteAddress();
+        PlainSocket p = plain;
+        return c != null ? c.remoteAddress() : p != null ? p.remoteAddress() : null;
     }
 
     @Override
@@ -138,7 +144,9 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
     @Override
     protected void doRegister(ChannelPromise promise) {
         link.register((IoEventLoop) eventLoop(), (RdmaUnsafe) unsafe(), promise, () -> {
-            if (state == State.ACTIVE) {
+            if (plain != null) {
+                watchPlain();
+            } else if (state == State.ACTIVE) {
                 link.handler().attach(connection);
                 inbox.pump(connection);
             }
@@ -147,6 +155,10 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
 
     @Override
     protected void doDeregister() {
+        PlainSocket p = plain;
+        if (p != null) {
+            p.deregister();
+        }
         RdmaConnection c = connection;
         if (c != null && link.registered()) {
             link.handler().detach(c);
@@ -190,12 +202,20 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
     @Override
     protected void doBeginRead() {
         if (state == State.ACTIVE) {
-            reader.beginRead();
+            if (plain != null) {
+                plain.beginRead();
+            } else {
+                reader.beginRead();
+            }
         }
     }
 
     void autoReadCleared() {
-        reader.autoReadCleared();
+        if (plain != null) {
+            plain.autoReadCleared();
+        } else {
+            reader.autoReadCleared();
+        }
     }
 
     // ---- writing ----
@@ -211,14 +231,27 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
 
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws Exception {
-        MessageWriter.write(in, connection, window, link.handler(), maxMessageSize);
+        if (plain != null) {
+            plain.write(in);
+        } else {
+            MessageWriter.write(in, connection, window, link.handler(), maxMessageSize);
+        }
+    }
+
+    /** The socket has room again: writes what waits in the outbound buffer. */
+    void flushNow() {
+        if (state == State.ACTIVE) {
+            ((RdmaUnsafe) unsafe()).flush0();
+        }
     }
 
     @Override
-    protected void doShutdownOutput() {
+    protected void doShutdownOutput() throws IOException {
         if (!outputShutdown) {
             outputShutdown = true;
-            if (state == State.ACTIVE) {
+            if (state == State.ACTIVE && plain != null) {
+                plain.shutdownOutput();
+            } else if (state == State.ACTIVE) {
                 window.sendEnd(connection);
             }
         }
@@ -263,6 +296,9 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
             if (state != State.ACTIVE) {
                 promise.setFailure(new ClosedChannelException());
                 return;
+            }
+            if (plain != null) {
+                plain.shutdownInput();
             }
             inputShutdown = true;
             inbox.dropMessages();
@@ -324,6 +360,13 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
         PendingConnect pending = pendingConnect;
         pendingConnect = null;
         if (failure != null) {
+            if (pending != null && state == State.CONNECTING) {
+                pendingConnect = pending; // the plain connect may complete before fallBack returns
+                if (pending.fallBack(failure, this, link.handler().transport(), this::adoptPlain, this::plainConnected)) {
+                    return;
+                }
+                pendingConnect = null;
+            }
             if (pending != null && pending.fail(failure)) {
                 closeNow();
             }
@@ -345,6 +388,43 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
         inbox.pump(c);
     }
 
+    /** The connect goes on over plain TCP: the channel's I/O is {@code socket}'s from now on. */
+    private void adoptPlain(PlainSocket socket) {
+        plain = socket;
+        if (link.registered()) {
+            watchPlain();
+        }
+    }
+
+    private void watchPlain() {
+        try {
+            plain.register(link.handler());
+        } catch (IOException e) {
+            closeNow(); // the socket closed meanwhile
+        }
+    }
+
+    private void plainConnected(Throwable failure) {
+        PendingConnect pending = pendingConnect;
+        pendingConnect = null;
+        if (failure != null) {
+            if (pending != null && pending.fail(failure)) {
+                closeNow();
+            }
+            return;
+        }
+        ChannelPromise promise = pending == null ? null : pending.end();
+        if (promise == null || state != State.CONNECTING) {
+            return; // closed, timed out or cancelled meanwhile: the close closed the socket
+        }
+        state = State.ACTIVE;
+        boolean promiseSet = promise.trySuccess();
+        pipeline().fireChannelActive();
+        if (!promiseSet) {
+            closeNow();
+        }
+    }
+
     @Override
     protected void doBind(SocketAddress localAddress) {
         throw new UnsupportedOperationException("rdma4j chooses the local address of a connection; connect without one");
@@ -362,6 +442,10 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
         ChannelPromise promise = pendingConnect == null ? null : pendingConnect.end();
         if (promise != null) {
             promise.tryFailure(new ClosedChannelException());
+        }
+        PlainSocket p = plain;
+        if (p != null) {
+            p.close(config.getSoLinger() == 0);
         }
         RdmaConnection c = connection;
         if (c != null && old == State.ACTIVE) {

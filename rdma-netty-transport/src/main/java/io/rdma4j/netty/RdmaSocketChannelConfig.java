@@ -25,7 +25,8 @@ import static io.netty.channel.ChannelOption.TCP_NODELAY;
  * sees a reset; otherwise a close waits for the sends already handed to rdma4j, at most that many seconds when
  * positive, else up to rdma4j's operation timeout, and the peer sees an orderly end); {@code SO_SNDBUF}, the bytes
  * handed to rdma4j whose sends have not completed yet (0: {@value #DEFAULT_SEND_WINDOW} bytes, at least four times
- * max-message-size), beyond which writes wait in the channel's outbound buffer, so writability follows them.
+ * max-message-size), beyond which writes wait in the channel's outbound buffer, so writability follows them;
+ * {@link RdmaChannelOption#TCP_FALLBACK}.
  *
  * <p>The TCP socket options are accepted so that code written for socket channels runs unchanged, and have no effect:
  * rdma4j sends every message at once ({@code TCP_NODELAY} reads true), keeps connections alive and bounds what a
@@ -43,6 +44,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
     private volatile boolean allowHalfClosure;
     private volatile int soLinger = -1;
     private volatile int sendBufferSize;
+    /** Null: the transport's default, see {@link RdmaChannelOption#TCP_FALLBACK}. */
+    private volatile Boolean tcpFallback;
 
     RdmaSocketChannelConfig(RdmaSocketChannel channel) {
         super(channel);
@@ -51,7 +54,7 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
     @Override
     public Map<ChannelOption<?>, Object> getOptions() {
         return getOptions(super.getOptions(), ALLOW_HALF_CLOSURE, SO_LINGER, SO_SNDBUF, SO_RCVBUF, TCP_NODELAY,
-                SO_KEEPALIVE, SO_REUSEADDR, IP_TOS);
+                SO_KEEPALIVE, SO_REUSEADDR, IP_TOS, RdmaChannelOption.TCP_FALLBACK);
     }
 
     @Override
@@ -73,6 +76,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
             return (T) Boolean.valueOf(isReuseAddress());
         } else if (option == IP_TOS) {
             return (T) Integer.valueOf(getTrafficClass());
+        } else if (option == RdmaChannelOption.TCP_FALLBACK) {
+            return (T) tcpFallback;
         }
         return super.getOption(option);
     }
@@ -86,6 +91,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
             setSoLinger((Integer) value);
         } else if (option == SO_SNDBUF) {
             setSendBufferSize((Integer) value);
+        } else if (option == RdmaChannelOption.TCP_FALLBACK) {
+            tcpFallback = (Boolean) value;
         } else if (option == SO_RCVBUF || option == TCP_NODELAY || option == SO_KEEPALIVE || option == SO_REUSEADDR
                 || option == IP_TOS) {
             return true; // accepted, no effect (see the class comment)
@@ -93,6 +100,11 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
             return super.setOption(option, value);
         }
         return true;
+    }
+
+    /** {@link RdmaChannelOption#TCP_FALLBACK} as set, null for the transport's default. */
+    Boolean tcpFallback() {
+        return tcpFallback;
     }
 
     @Override

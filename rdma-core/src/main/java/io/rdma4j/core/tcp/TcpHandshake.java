@@ -2,6 +2,7 @@ package io.rdma4j.core.tcp;
 
 import io.rdma4j.core.AuthenticationException;
 import io.rdma4j.core.ConnectionClosedException;
+import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTimeoutException;
 import io.rdma4j.core.internal.auth.SecretProof;
@@ -11,6 +12,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
+import java.util.Arrays;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.ScheduledExecutorService;
@@ -104,6 +106,10 @@ final class TcpHandshake {
         int peerFlags = TcpFrameCodec.decodeHelloPrefix(prefix.flip());
         byte[] peerNonce = new byte[TcpFrameCodec.NONCE_SIZE];
         readFully(channel, ByteBuffer.wrap(peerNonce), peer);
+        if (Arrays.equals(peerNonce, ownNonce)) {
+            // 16 random bytes come back only from a peer that echoes what it reads: a plain echo service
+            throw new ProtocolException(peer + " echoed this side's hello: it is not an rdma4j tcp endpoint");
+        }
 
         boolean peerWantsAuth = (peerFlags & TcpFrameCodec.FLAG_AUTH) != 0;
         if (secret.isEmpty()) {

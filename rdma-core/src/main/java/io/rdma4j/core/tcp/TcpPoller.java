@@ -6,6 +6,7 @@ import io.rdma4j.core.spi.ProviderPoller;
 import java.io.IOException;
 import java.nio.channels.CancelledKeyException;
 import java.nio.channels.ClosedChannelException;
+import java.nio.channels.SelectableChannel;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
@@ -16,6 +17,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntConsumer;
 
 /**
  * An event loop's selector over the plain sockets of the connections attached to it: the loop's thread reads each
@@ -80,6 +82,11 @@ final class TcpPoller implements ProviderPoller {
         return key;
     }
 
+    @Override
+    public SelectionKey watch(SelectableChannel channel, int ops, IntConsumer ready) throws IOException {
+        return channel.register(selector, ops, ready);
+    }
+
     /**
      * Sets {@code key}'s interest (under the connection's lead lock); false when the key is no longer valid. From
      * another thread than the polling one the selector is woken, so that it waits with the new interest.
@@ -128,7 +135,11 @@ final class TcpPoller implements ProviderPoller {
         } catch (CancelledKeyException e) {
             return; // the socket closed: the reader thread that took the lead finishes the connection
         }
-        ((PolledReading) key.attachment()).ready(ops);
+        if (key.attachment() instanceof PolledReading reading) {
+            reading.ready(ops);
+        } else {
+            ((IntConsumer) key.attachment()).accept(ops); // an application's socket
+        }
     }
 
     @Override
@@ -140,7 +151,9 @@ final class TcpPoller implements ProviderPoller {
     public void close() {
         watchdog.cancel(false);
         for (SelectionKey key : new ArrayList<>(selector.keys())) {
-            ((PolledReading) key.attachment()).detach();
+            if (key.attachment() instanceof PolledReading reading) {
+                reading.detach();
+            }
         }
         again.clear();
         try {

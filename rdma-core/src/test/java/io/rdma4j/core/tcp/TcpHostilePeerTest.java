@@ -153,6 +153,25 @@ class TcpHostilePeerTest {
 
     // ---- handshake ----
 
+    /** A plain echo service answers the hello with the hello itself; it is no rdma4j peer, whatever the bytes say. */
+    @Test
+    void aPeerThatEchoesTheHelloIsNotTakenForAnRdma4jEndpoint() throws Exception {
+        RdmaTransport client = open(b -> { });
+        try (java.net.ServerSocket echo = new java.net.ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Thread.ofVirtual().start(() -> {
+                try (Socket s = echo.accept()) {
+                    s.getInputStream().transferTo(s.getOutputStream());
+                } catch (IOException ignored) {
+                    // the client closed
+                }
+            });
+            assertThatThrownBy(() -> client.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(),
+                    echo.getLocalPort())).get(10, TimeUnit.SECONDS))
+                    .hasCauseInstanceOf(io.rdma4j.core.ProtocolException.class)
+                    .hasMessageContaining("echoed this side's hello");
+        }
+    }
+
     @Test
     void listenerDoesNotProveTheSecretBeforeItAcceptedThePeersProof() throws Exception {
         RdmaTransport server = open(b -> b.sharedSecret(SECRET));

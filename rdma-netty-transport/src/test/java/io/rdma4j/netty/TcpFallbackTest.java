@@ -1,0 +1,308 @@
+package io.rdma4j.netty;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.ChannelInputShutdownReadComplete;
+import io.netty.channel.socket.ChannelOutputShutdownEvent;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.TransportConfig;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * A client channel whose peer does not run rdma4j (Netty's NIO server here) reaches it over plain TCP
+ * ({@link RdmaChannelOption#TCP_FALLBACK}): reads, large writes, auto-read, half-close and reset as on a socket, and
+ * the cases that never fall back. Netty's own suite cannot run this way: each of its tests counts the server's
+ * connections and bytes, and the fallback's first attempt is a connection the server sees too.
+ */
+class TcpFallbackTest {
+
+    private static final InetSocketAddress LOOPBACK = new InetSocketAddress("127.0.0.1", 0);
+    private static final String GREETING = "HELLO FROM A PLAIN SERVER\n";
+
+    private static RdmaTransport transport;
+    private static EventLoopGroup rdmaGroup;
+    private static EventLoopGroup nioGroup;
+
+    @BeforeAll
+    static void open() {
+        transport = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
+        rdmaGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(transport));
+        nioGroup = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+    }
+
+    @AfterAll
+    static void close() throws InterruptedException {
+        rdmaGroup.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
+        nioGroup.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
+        transport.close();
+    }
+
+    @Test
+    void aPeerWithoutRdma4jIsReachedOverPlainTcpWithLargeWritesBothWays() throws Exception {
+        PlainServer server = PlainServer.greetingAndEchoing();
+        try {
+            Received received = new Received();
+            Channel ch = client(received).connect(server.address()).sync().channel();
+            assertThat(ch.config().getOption(RdmaChannelOption.TCP_FALLBACK)).as("the transport's default").isNull();
+            assertThat(ch.remoteAddress()).isEqualTo(server.address());
+            assertThat(ch.localAddress()).isNotNull();
+            received.await(GREETING.length());
+            byte[] data = new byte[4 << 20];
+            new Random(45).nextBytes(data);
+            ch.writeAndFlush(Unpooled.wrappedBuffer(data)).sync();
+            byte[] all = received.await(GREETING.length() + data.length);
+            assertThat(new String(all, 0, GREETING.length(), StandardCharsets.US_ASCII)).isEqualTo(GREETING);
+            assertThat(java.util.Arrays.copyOfRange(all, GREETING.length(), all.length)).isEqualTo(data);
+            ch.close().sync();
+        } finally {
+            server.close();
+        }
+    }
+
+    @Test
+    void halfCloseAndResetWorkAsOnASocket() throws Exception {
+        PlainServer server = PlainServer.greetingAndEchoing();
+        try {
+            Received received = new Received();
+            SocketChannel ch = (SocketChannel) client(received).option(ChannelOption.ALLOW_HALF_CLOSURE, true)
+                    .connect(server.address()).sync().channel();
+            received.await(GREETING.length());
+            ch.shutdownOutput().sync();
+            // the server answers our end with BYE and closes: our input ends after it
+            assertThat(List.of(received.events.poll(10, TimeUnit.SECONDS), received.events.poll(10, TimeUnit.SECONDS),
+                    received.events.poll(10, TimeUnit.SECONDS))).containsExactly(ChannelOutputShutdownEvent.INSTANCE,
+                    ChannelInputShutdownEvent.INSTANCE, ChannelInputShutdownReadComplete.INSTANCE);
+            assertThat(new String(received.await(GREETING.length() + 4), StandardCharsets.US_ASCII)).endsWith("BYE\n");
+            assertThat(ch.isInputShutdown()).isTrue();
+            ch.close().sync();
+
+            Channel reset = client(new Received()).option(ChannelOption.SO_LINGER, 0).connect(server.address()).sync().channel();
+            reset.close().sync();
+            assertThat(server.failures.poll(10, TimeUnit.SECONDS)).as("the server's read of a reset")
+                    .isInstanceOf(IOException.class);
+        } finally {
+            server.close();
+        }
+    }
+
+    @Test
+    void withAutoReadOffTheChannelReadsOnlyWhenAsked() throws Exception {
+        PlainServer server = PlainServer.greetingAndEchoing();
+        try {
+            Received received = new Received();
+            Channel ch = client(received).option(ChannelOption.AUTO_READ, false).connect(server.address()).sync().channel();
+            Thread.sleep(200);
+            assertThat(received.size()).as("nothing read before a read() was asked for").isZero();
+            ch.read();
+            received.await(GREETING.length());
+            ch.close().sync();
+        } finally {
+            server.close();
+        }
+    }
+
+    @Test
+    void anEchoServiceIsTakenForWhatItIsNotForAnRdma4jPeer() throws Exception {
+        PlainServer server = PlainServer.echoing();
+        try {
+            Received received = new Received();
+            Channel ch = client(received).connect(server.address()).sync().channel();
+            ch.writeAndFlush(Unpooled.copiedBuffer("abc", StandardCharsets.US_ASCII)).sync();
+            assertThat(new String(received.await(3), StandardCharsets.US_ASCII)).isEqualTo("abc");
+            ch.close().sync();
+        } finally {
+            server.close();
+        }
+    }
+
+    @Test
+    void withoutFallbackTheConnectFailsSayingThePeerDoesNotRunRdma4j() throws Exception {
+        PlainServer server = PlainServer.greetingAndEchoing();
+        try {
+            ChannelFuture connect = client(new Received()).option(RdmaChannelOption.TCP_FALLBACK, false)
+                    .connect(server.address()).await();
+            assertThat(connect.isSuccess()).isFalse();
+            assertThat(connect.cause()).hasMessageContaining("not an rdma4j tcp endpoint");
+        } finally {
+            server.close();
+        }
+    }
+
+    @Test
+    void aTransportThatAuthenticatesPeersFallsBackOnlyWhenTold() throws Exception {
+        PlainServer server = PlainServer.greetingAndEchoing();
+        RdmaTransport secured = RdmaTransport.open(TransportConfig.builder().provider("tcp")
+                .sharedSecret("a secret plain TCP would not carry").build());
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(secured));
+        try {
+            ChannelFuture refused = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+                    .handler(new ChannelInboundHandlerAdapter()).connect(server.address()).await();
+            assertThat(refused.isSuccess()).isFalse();
+            Received received = new Received();
+            Channel ch = new Bootstrap().group(group).channel(RdmaSocketChannel.class).handler(received)
+                    .option(RdmaChannelOption.TCP_FALLBACK, true).connect(server.address()).sync().channel();
+            received.await(GREETING.length());
+            ch.close().sync();
+        } finally {
+            group.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
+            secured.close();
+            server.close();
+        }
+    }
+
+    private static Bootstrap client(Received handler) {
+        return new Bootstrap().group(rdmaGroup).channel(RdmaSocketChannel.class).handler(handler);
+    }
+
+    /** What a client channel read, and the user events it saw. */
+    private static final class Received extends ChannelInboundHandlerAdapter {
+        private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        final BlockingQueue<Object> events = new LinkedBlockingQueue<>();
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ByteBuf buf = (ByteBuf) msg;
+            synchronized (bytes) {
+                byte[] b = new byte[buf.readableBytes()];
+                buf.readBytes(b);
+                bytes.writeBytes(b);
+                bytes.notifyAll();
+            }
+            buf.release();
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+            events.add(evt);
+        }
+
+        int size() {
+            synchronized (bytes) {
+                return bytes.size();
+            }
+        }
+
+        /** All bytes read, once there are at least {@code n}. */
+        byte[] await(int n) throws InterruptedException {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            synchronized (bytes) {
+                while (bytes.size() < n) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        throw new AssertionError("read " + bytes.size() + " of " + n + " bytes within 20 s");
+                    }
+                    TimeUnit.NANOSECONDS.timedWait(bytes, left);
+                }
+                return bytes.toByteArray();
+            }
+        }
+    }
+
+    /**
+     * A Netty NIO server that does not run rdma4j: it greets each connection (or not) and echoes what it reads; once
+     * a peer ends its output it answers {@code BYE} and closes. Its connections' read failures are kept.
+     */
+    private record PlainServer(Channel channel, BlockingQueue<Throwable> failures, List<Channel> children) {
+
+        static PlainServer greetingAndEchoing() throws InterruptedException {
+            return start(true);
+        }
+
+        static PlainServer echoing() throws InterruptedException {
+            return start(false);
+        }
+
+        private static PlainServer start(boolean greets) throws InterruptedException {
+            BlockingQueue<Throwable> failures = new LinkedBlockingQueue<>();
+            List<Channel> children = new CopyOnWriteArrayList<>();
+            Channel channel = new ServerBootstrap().group(nioGroup).channel(NioServerSocketChannel.class)
+                    .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
+                    .childHandler(new ChannelInitializer<Channel>() {
+                        @Override
+                        protected void initChannel(Channel child) {
+                            child.pipeline().addLast(handler(greets, failures, children));
+                        }
+                    }).bind(LOOPBACK).sync().channel();
+            return new PlainServer(channel, failures, children);
+        }
+
+        private static ChannelInboundHandlerAdapter handler(boolean greets, BlockingQueue<Throwable> failures,
+                                                            List<Channel> children) {
+            return new ChannelInboundHandlerAdapter() {
+                @Override
+                public void channelActive(ChannelHandlerContext ctx) {
+                    children.add(ctx.channel());
+                    if (greets) {
+                        ctx.writeAndFlush(Unpooled.copiedBuffer(GREETING, StandardCharsets.US_ASCII));
+                    }
+                }
+
+                @Override
+                public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                    ctx.write(msg);
+                }
+
+                @Override
+                public void channelReadComplete(ChannelHandlerContext ctx) {
+                    ctx.flush();
+                }
+
+                @Override
+                public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+                    if (evt == ChannelInputShutdownEvent.INSTANCE) {
+                        ctx.writeAndFlush(Unpooled.copiedBuffer("BYE\n", StandardCharsets.US_ASCII))
+                                .addListener(f -> ctx.close());
+                    }
+                }
+
+                @Override
+                public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+                    failures.add(cause);
+                    ctx.close();
+                }
+            };
+        }
+
+        InetSocketAddress address() {
+            return (InetSocketAddress) channel.localAddress();
+        }
+
+        void close() throws InterruptedException {
+            channel.close().sync();
+            for (Channel c : children) {
+                c.close().sync();
+            }
+        }
+    }
+}
