@@ -3,10 +3,12 @@ package io.rdma4j.netty;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.ConnectTimeoutException;
 import io.netty.util.concurrent.Future;
+import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaTransport;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
@@ -29,7 +31,10 @@ final class PendingConnect {
     /** Starts connecting; {@code close} closes the channel when the timeout or a cancel ends the attempt. */
     static PendingConnect start(RdmaSocketChannel channel, RdmaTransport transport, InetSocketAddress remote,
                                 ChannelPromise promise, Runnable close, Consumer<RdmaEvent> post) {
-        var connecting = transport.connect(remote);
+        TcpFallback.Remembered plainPeer = TcpFallback.allowed(channel.config(), transport.config())
+                ? TcpFallback.remembered(remote) : null;
+        CompletableFuture<RdmaConnection> connecting = plainPeer != null ? CompletableFuture.failedFuture(plainPeer)
+                : transport.connect(remote);
         PendingConnect pending = new PendingConnect(remote, promise);
         int timeoutMillis = channel.config().getConnectTimeoutMillis();
         if (timeoutMillis > 0) {
@@ -70,12 +75,10 @@ final class PendingConnect {
      */
     boolean fallBack(Throwable failure, RdmaSocketChannel channel, RdmaTransport transport, Consumer<PlainSocket> adopt,
                      Consumer<Throwable> connected) {
-        Boolean set = channel.config().tcpFallback();
-        if (promise == null || !(set != null ? set : TcpFallback.byDefault(transport.config()))
-                || !TcpFallback.applies(failure)) {
+        if (promise == null || !TcpFallback.allowed(channel.config(), transport.config()) || !TcpFallback.applies(failure)) {
             return false;
         }
-        TcpFallback.report(remote, failure);
+        TcpFallback.found(remote, failure);
         PlainSocket plain;
         try {
             plain = PlainSocket.open(channel);

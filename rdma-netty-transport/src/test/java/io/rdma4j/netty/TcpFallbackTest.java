@@ -85,6 +85,16 @@ class TcpFallbackTest {
             assertThat(new String(all, 0, GREETING.length(), StandardCharsets.US_ASCII)).isEqualTo(GREETING);
             assertThat(java.util.Arrays.copyOfRange(all, GREETING.length(), all.length)).isEqualTo(data);
             ch.close().sync();
+            assertThat(server.children()).as("the first attempt, then the plain connection").hasSize(2);
+
+            // the peer is remembered: the next connection to it goes straight to plain TCP
+            client(new Received()).connect(server.address()).sync().channel().close().sync();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (server.children().size() < 3 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            Thread.sleep(200);
+            assertThat(server.children()).as("one connection more, no first attempt this time").hasSize(3);
         } finally {
             server.close();
         }

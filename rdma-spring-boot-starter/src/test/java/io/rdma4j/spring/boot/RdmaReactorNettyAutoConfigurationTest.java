@@ -86,6 +86,31 @@ class RdmaReactorNettyAutoConfigurationTest {
         });
     }
 
+    /**
+     * A client on the transport's loops calling a server that does not run rdma4j reaches it over plain TCP. This HTTP
+     * server neither answers rdma4j's hello nor closes on it, so the first connection waits out rdma4j's connect
+     * timeout (shortened here) before it falls back.
+     */
+    @Test
+    void aClientOnTheFactorysLoopsCallsAPlainHttpServer() {
+        runner.withPropertyValues("rdma4j.netty.enabled=true", "rdma4j.netty.event-loop-threads=1",
+                "rdma4j.connect-timeout=1s").run(context -> {
+            ReactorResourceFactory factory = context.getBean(ReactorResourceFactory.class);
+            factory.afterPropertiesSet();
+            DisposableServer plain = HttpServer.create().host("127.0.0.1").port(0) // Reactor Netty's own NIO loops
+                    .handle((request, response) -> response.sendString(Mono.just("plain"))).bindNow();
+            try {
+                String body = HttpClient.create().runOn(factory.getLoopResources())
+                        .resolver(io.netty.resolver.DefaultAddressResolverGroup.INSTANCE)
+                        .get().uri("http://127.0.0.1:" + plain.port() + "/").responseContent().aggregate().asString()
+                        .block(Duration.ofSeconds(30));
+                assertThat(body).isEqualTo("plain");
+            } finally {
+                plain.disposeNow();
+            }
+        });
+    }
+
     @Test
     void webClientsConnectorTakesTheLoopsAndTheJdkResolver() {
         boolean boot4 = org.springframework.util.ClassUtils.isPresent(

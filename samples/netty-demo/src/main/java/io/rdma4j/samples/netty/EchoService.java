@@ -84,6 +84,9 @@ public final class EchoService {
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                     }
+                    if (((io.grpc.stub.ServerCallStreamObserver<byte[]>) response).isCancelled()) {
+                        return; // the caller's deadline passed: nobody reads a reply
+                    }
                     response.onNext(request);
                     response.onCompleted();
                 }))
