@@ -57,7 +57,7 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
             return cause == null ? null : closed(cause);
         };
         this.slots = new OperationSlots(transport.config().maxOutstandingOperations(), timeout, transport.metrics(),
-                closedFailure, this);
+                closedFailure, this, pc::flushSends);
         this.inbox = new MessageInbox(closeLock, closedFailure, transport.completions(), transport.unreceivedMessageBytes(),
                 pc::messageTaken);
         this.requests = new PendingRequests(this, pc, transport, slots, closeLock, closedFailure);

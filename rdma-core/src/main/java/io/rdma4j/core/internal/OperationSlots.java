@@ -26,9 +26,14 @@ final class OperationSlots {
     private final Supplier<RdmaException> closedFailure;
     /** Named in the timeout message. */
     private final Object connection;
+    /**
+     * Runs before a caller waits: writes the sends held back for more ({@code flushSends}), which hold slots that
+     * only their writing frees, so a sender never waits on itself.
+     */
+    private final Runnable beforeWaiting;
 
     OperationSlots(int limit, Duration timeout, TransportMetrics metrics, Supplier<RdmaException> closedFailure,
-                   Object connection) {
+                   Object connection, Runnable beforeWaiting) {
         this.permits = new Semaphore(limit);
         this.limit = limit;
         this.timeout = timeout;
@@ -36,10 +41,11 @@ final class OperationSlots {
         this.metrics = metrics;
         this.closedFailure = closedFailure;
         this.connection = connection;
+        this.beforeWaiting = beforeWaiting;
     }
 
     /** Waits for a permit; fails if none frees within the timeout, or if the connection closed meanwhile. */
-    void acquire(Runnable beforeWaiting) {
+    void acquire() {
         boolean acquired;
         try {
             acquired = permits.tryAcquire();

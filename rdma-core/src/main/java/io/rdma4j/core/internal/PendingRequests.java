@@ -63,7 +63,7 @@ final class PendingRequests {
             }
             long id = lastCorrelationId.incrementAndGet();
             ByteBuffer framed = MessageHeader.frame(MessageHeader.REQUEST, 0, type, id, body);
-            slots.acquire(pc::flushSends);
+            slots.acquire();
             slots.occupy();
             PendingRequest p = new PendingRequest(id, type, size);
             p.timer = transport.timers().schedule(p::onTimeout, timeoutNanos, TimeUnit.NANOSECONDS);

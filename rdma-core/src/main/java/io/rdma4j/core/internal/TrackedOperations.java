@@ -264,7 +264,7 @@ final class TrackedOperations {
 
     /** Takes a back-pressure permit and pins the local region; the tracker gives both back. */
     private Tracker begin(OperationType type, long bytes, DefaultRegion region) {
-        slots.acquire(pc::flushSends); // sends held back complete only once written: never wait on them
+        slots.acquire();
         if (region != null && !region.pin()) {
             slots.cancel();
             throw new IllegalStateException("the local region was closed");

@@ -33,9 +33,7 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.EnumSet;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Optional;
 import java.util.Random;
@@ -819,20 +817,8 @@ public abstract class ProviderContractTest {
     void messagesInLentBuffersArriveWholeAndEveryLentBufferComesBack() throws Exception {
         RdmaConnection serverSide = accepted.poll(WAIT_SECONDS, TimeUnit.SECONDS);
         assertThat(serverSide).isNotNull();
-        Set<ByteBuffer> lent = Collections.synchronizedSet(Collections.newSetFromMap(new IdentityHashMap<>()));
-        serverSide.useReceiveBuffers(new ReceiveBuffers() {
-            @Override
-            public ByteBuffer allocate(int size) {
-                ByteBuffer b = ByteBuffer.allocateDirect(size);
-                lent.add(b);
-                return b;
-            }
-
-            @Override
-            public void release(ByteBuffer buffer) {
-                assertThat(lent.remove(buffer)).as("only lent buffers come back, once").isTrue();
-            }
-        });
+        TrackingReceiveBuffers lender = new TrackingReceiveBuffers();
+        serverSide.useReceiveBuffers(lender);
         int size = config().maxMessageSize();
         int count = 12;
         List<CompletableFuture<Void>> sent = new ArrayList<>();
@@ -843,7 +829,7 @@ public abstract class ProviderContractTest {
             ByteBuffer got = await(serverSide.receive());
             assertThat(got.remaining()).as("message %d", m).isEqualTo(size);
             assertThat(got.duplicate().mismatch(numbered(ByteBuffer.allocate(size), m))).as("message %d", m).isEqualTo(-1);
-            assertThat(lent.remove(got)).as("message %d in a lent buffer", m).isEqualTo(readsIntoLentBuffers());
+            assertThat(lender.takeBack(got)).as("message %d in a lent buffer", m).isEqualTo(readsIntoLentBuffers());
             await(sent.get(m));
         }
         for (int m = 0; m < 3; m++) {
@@ -853,12 +839,12 @@ public abstract class ProviderContractTest {
         while (true) { // what the connection queued before it ended stays receivable: take it all
             CompletableFuture<ByteBuffer> next = serverSide.receive();
             try {
-                lent.remove(await(next));
+                lender.takeBack(await(next));
             } catch (Exception closed) {
                 break;
             }
         }
-        assertThat(lent).as("lent buffers neither received nor released").isEmpty();
+        assertThat(lender.lent).as("lent buffers neither received nor released").isEmpty();
     }
 
     // ---- concurrency ----

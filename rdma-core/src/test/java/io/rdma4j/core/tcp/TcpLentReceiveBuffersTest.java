@@ -7,6 +7,7 @@ import io.rdma4j.core.ReceiveBuffers;
 import io.rdma4j.core.RequestHandler;
 import io.rdma4j.core.RequestHandlers;
 import io.rdma4j.core.TransportConfig;
+import io.rdma4j.core.contract.TrackingReceiveBuffers;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -15,11 +16,7 @@ import org.junit.jupiter.api.Timeout;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.util.Collections;
-import java.util.IdentityHashMap;
 import java.util.List;
-import java.util.Set;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -58,7 +55,7 @@ class TcpLentReceiveBuffersTest {
     void messagesArriveInTheLentBuffersAndRequestsGiveTheirsBack() throws Exception {
         RdmaConnection c = client.connect(listener.localAddress()).get(10, TimeUnit.SECONDS);
         RdmaConnection served = accepted.poll(10, TimeUnit.SECONDS);
-        Lender lender = new Lender();
+        TrackingReceiveBuffers lender = new TrackingReceiveBuffers();
         served.useReceiveBuffers(lender);
         assertThatThrownBy(() -> served.useReceiveBuffers(lender)).isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("once per connection");
@@ -71,7 +68,7 @@ class TcpLentReceiveBuffersTest {
             assertThat(lender.lent.contains(got)).as("the message is in a buffer the application lent").isTrue();
             assertThat(got.isReadOnly()).isFalse();
             assertThat(StandardCharsets.UTF_8.decode(got.duplicate()).toString()).isEqualTo(text);
-            lender.takeBack(got);
+            assertThat(lender.takeBack(got)).isTrue();
         }
         // a request is read into a lent buffer too; rdma4j keeps a copy of what it serves and gives the buffer back
         assertThat(c.request(7, bytes("ping")).get(10, TimeUnit.SECONDS)).isEqualTo(bytes("ping"));
@@ -84,7 +81,7 @@ class TcpLentReceiveBuffersTest {
         try (RawPeer peer = RawPeer.connect(listener.localAddress())) {
             peer.handshake(TcpFrameCodec.VERSION);
             RdmaConnection served = accepted.poll(10, TimeUnit.SECONDS);
-            Lender lender = new Lender();
+            TrackingReceiveBuffers lender = new TrackingReceiveBuffers();
             served.useReceiveBuffers(lender);
             peer.send(TcpFrameCodec.encodeSendHeader(1000));
             peer.send(new byte[300]); // a message header's worth and more, then nothing
@@ -146,29 +143,6 @@ class TcpLentReceiveBuffersTest {
                 throw new AssertionError("not within 10 s: " + what);
             }
             Thread.sleep(5);
-        }
-    }
-
-    /** Lends direct buffers and tracks each, by identity, until it comes back. */
-    private static final class Lender implements ReceiveBuffers {
-        final Set<ByteBuffer> lent = Collections.synchronizedSet(Collections.newSetFromMap(new IdentityHashMap<>()));
-        final List<ByteBuffer> released = new CopyOnWriteArrayList<>();
-
-        @Override
-        public ByteBuffer allocate(int size) {
-            ByteBuffer b = ByteBuffer.allocateDirect(size);
-            lent.add(b);
-            return b;
-        }
-
-        @Override
-        public void release(ByteBuffer buffer) {
-            assertThat(lent.remove(buffer)).as("released once, and only what was lent").isTrue();
-            released.add(buffer);
-        }
-
-        void takeBack(ByteBuffer received) {
-            assertThat(lent.remove(received)).isTrue();
         }
     }
 }
