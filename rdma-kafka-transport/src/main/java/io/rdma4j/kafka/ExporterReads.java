@@ -19,9 +19,14 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * The one place that issues RDMA READs of an exporter's memory: watermark records, and segment bytes either now or
@@ -52,6 +57,8 @@ final class ExporterReads implements AutoCloseable {
     private final Duration closeTimeout;
     /** Per partition, the next bytes of its cursor's segment: in flight, or left over from the last fetch. */
     private final Map<TopicPartition, BatchRange> ahead = new HashMap<>();
+    /** Watermark READs issued without waiting and not over yet ({@link #watermarkAhead}). */
+    private final Set<CompletableFuture<Void>> watermarksInFlight = ConcurrentHashMap.newKeySet();
 
     ExporterReads(RdmaTransport transport, RdmaFetchMetrics metrics, boolean decodeAhead, long maxBytesAhead) {
         this.pool = transport.createBufferPool(PoolConfig.defaults());
@@ -80,6 +87,32 @@ final class ExporterReads implements AutoCloseable {
             }
         }
         throw new RdmaException("the watermark record never read consistently (" + WATERMARK_ATTEMPTS + " attempts)");
+    }
+
+    /**
+     * The watermark record in {@code region}, read without waiting: null when the READ failed or caught the record
+     * mid-update (then {@link #watermark} reads it). The one method called off the polling thread too (as a directory
+     * reply completes); its buffer goes back once the READ is over, and closing waits for that.
+     */
+    CompletableFuture<Watermark> watermarkAhead(RdmaConnection c, RegionDescriptor region) {
+        PooledBuffer buffer = pool.acquire(Watermark.SIZE);
+        CompletableFuture<Void> read;
+        try {
+            read = c.read(region, 0, buffer.segment());
+        } catch (RuntimeException e) {
+            buffer.close();
+            return CompletableFuture.completedFuture(null);
+        }
+        watermarksInFlight.add(read);
+        return read.handle((v, e) -> {
+            try (buffer) {
+                return e == null ? Watermark.readFrom(buffer.segment()) : null;
+            } catch (IllegalArgumentException notAWatermark) {
+                return null; // the synchronous read meets it again, and fails the fetch as it always did
+            } finally {
+                watermarksInFlight.remove(read);
+            }
+        });
     }
 
     /**
@@ -212,6 +245,15 @@ final class ExporterReads implements AutoCloseable {
         ahead.clear();
         // Nothing may still be written into the pool's memory when it is freed.
         inFlight.forEach(r -> r.awaitFinished(closeTimeout));
+        for (CompletableFuture<Void> read : List.copyOf(watermarksInFlight)) {
+            try {
+                read.handle((v, e) -> null).get(closeTimeout.toNanos(), TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (ExecutionException | TimeoutException e) {
+                // over one way or the other, or the connection's own timeout is longer
+            }
+        }
         if (decoder != null) {
             decoder.close(); // Waits for decoding under way (of ranges released earlier too): it reads pool memory.
         }

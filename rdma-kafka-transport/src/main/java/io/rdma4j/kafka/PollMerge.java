@@ -68,6 +68,7 @@ final class PollMerge<K, V> {
         int budget = maxPollRecords - fromKafka.count();
         List<TopicPartition> turn = served.inTurn();
         fetcher.connectAhead(turn);
+        boolean lookedAhead = false;
         for (TopicPartition tp : turn) {
             if (budget <= 0) {
                 break;
@@ -81,6 +82,12 @@ final class PollMerge<K, V> {
                 continue;
             }
             long position = positions.position(tp);
+            if (!lookedAhead) {
+                // Once a position is known (a new consumer's first wait, for the offsets to reset, is over), so are
+                // the others, mostly: their lookups go out together, before this partition's fetch waits for its own.
+                fetcher.lookUpAhead(turn, positions);
+                lookedAhead = true;
+            }
             FetchResult result;
             try {
                 result = fetcher.fetch(tp, position, budget, maxPartitionFetchBytes, keys, values);

@@ -6,7 +6,6 @@ import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegionDescriptor;
 import io.rdma4j.core.RemoteAccessException;
-import io.rdma4j.core.RequestTypes;
 import io.rdma4j.core.pool.RegisteredBufferPool;
 import io.rdma4j.kafka.protocol.BatchHeaders;
 import io.rdma4j.kafka.protocol.SegmentDirectory;
@@ -20,7 +19,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -55,7 +53,7 @@ final class RdmaFetcher implements AutoCloseable {
      * transactions, learnt from the exporter for the range read, are dropped.
      */
     private final boolean readCommitted;
-    final LongAdder directoryRequests = new LongAdder();
+    private final DirectoryLookups directories;
     final LongAdder abortedTransactionRequests = new LongAdder();
 
     RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff) {
@@ -71,6 +69,7 @@ final class RdmaFetcher implements AutoCloseable {
         this.locator = locator;
         this.connections = new ExporterConnections(transport, timing, credentials, metrics::exporterReconnected);
         this.reads = new ExporterReads(transport, metrics, decodeAhead, maxBytesAhead);
+        this.directories = new DirectoryLookups(reads::watermarkAhead, System::nanoTime);
         this.segments = new SegmentLocator(readCommitted, reads::release);
         this.collector = new RecordCollector(metrics);
     }
@@ -88,6 +87,7 @@ final class RdmaFetcher implements AutoCloseable {
     /** Forgets the partitions not in {@code assigned} (revoked, unassigned), giving back what was read ahead for them. */
     void retainPartitions(Set<TopicPartition> assigned) {
         segments.retain(assigned);
+        directories.retain(assigned);
         locator.retain(assigned);
     }
 
@@ -116,6 +116,35 @@ final class RdmaFetcher implements AutoCloseable {
             ready &= connections.get(e.getKey(), e.getValue()) != null;
         }
         return ready;
+    }
+
+    /**
+     * Sends, without waiting, the directory lookup of each of {@code partitions} whose connection is ready, whose
+     * position is known and where nothing is located yet ({@link DirectoryLookups}): a new consumer's lookups then
+     * overlap instead of coming one after another, each after the fetch before it.
+     */
+    void lookUpAhead(Collection<TopicPartition> partitions, ReadPositions positions) {
+        for (TopicPartition tp : partitions) {
+            ExporterLocator.Target target = locator.locate(tp);
+            RdmaConnection c = target == null ? null : connections.get(target.address(), List.of(tp));
+            if (c == null) {
+                continue;
+            }
+            long position;
+            try {
+                position = positions.position(tp, Duration.ZERO);
+            } catch (org.apache.kafka.common.errors.TimeoutException notYet) { // being reset: the fetch waits for it
+                continue;
+            }
+            if (!segments.locatedAt(tp, position, target.address())) {
+                directories.sendAhead(c, tp, position);
+            }
+        }
+    }
+
+    /** Directory lookups sent to exporters, ahead or not. */
+    long directoryRequests() {
+        return directories.sent.sum();
     }
 
     /**
@@ -198,7 +227,7 @@ final class RdmaFetcher implements AutoCloseable {
 
     private <K, V> FetchResult fetchOnce(RdmaConnection c, ExporterLocator.Target target, TopicPartition tp, long position,
                                          int maxRecords, int maxBytes, Deserializer<K> keys, Deserializer<V> values) {
-        return switch (segments.where(tp, target, position, exporter(c))) {
+        return switch (segments.where(tp, target, position, exporter(c, tp))) {
             case SegmentLocator.Bytes at -> readBatches(c, tp, at, position, maxRecords, maxBytes, keys, values);
             case SegmentLocator.NothingNew n -> new FetchResult.Records<K, V>(List.of(), position, Optional.empty(), n.end());
             case SegmentLocator.Unreadable u -> u.fallback();
@@ -244,19 +273,18 @@ final class RdmaFetcher implements AutoCloseable {
         }
     }
 
-    /** The exporter at the other end of {@code c}, as {@link SegmentLocator} asks it. */
-    private SegmentLocator.Exporter exporter(RdmaConnection c) {
+    /** The exporter at the other end of {@code c}, as {@link SegmentLocator} asks it for {@code tp}. */
+    private SegmentLocator.Exporter exporter(RdmaConnection c, TopicPartition forPartition) {
         return new SegmentLocator.Exporter() {
             @Override
             public SegmentDirectory.Response directory(TopicPartition tp, long fromOffset) {
-                directoryRequests.increment();
-                return SegmentDirectory.Response.fromBytes(c.requestAndWait(RequestTypes.KAFKA_DIRECTORY,
-                        ByteBuffer.wrap(new SegmentDirectory.Request(tp.topic(), tp.partition(), fromOffset).toBytes())));
+                return directories.lookUp(c, tp, fromOffset);
             }
 
             @Override
             public Watermark watermark(RegionDescriptor region) {
-                return reads.watermark(c, region);
+                Watermark ahead = directories.watermarkAhead(c, forPartition, region);
+                return ahead != null ? ahead : reads.watermark(c, region);
             }
         };
     }

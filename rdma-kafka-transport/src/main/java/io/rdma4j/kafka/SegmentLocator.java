@@ -7,11 +7,13 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
 
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 
 /**
  * Where the next bytes of each partition lie in its exporter's memory: the segment directory looked up from the
@@ -24,6 +26,14 @@ final class SegmentLocator {
 
     /** Hops through segments read to their end, or directories found stale, before a fetch gives up. */
     static final int MAX_HOPS = 4;
+    /**
+     * How long a watermark read for a partition serves its next fetches, as long as they find bytes below it: each read
+     * is a round trip to the exporter, which on a loaded machine took about a millisecond, one per fetch of about
+     * {@code max.partition.fetch.bytes}, and it tells a consumer reading a backlog nothing it needs (bytes below a
+     * high watermark stay readable). A fetch that reaches its end, or needs another segment, reads it afresh. The
+     * exporter itself publishes the watermark only every {@code rdma.exporter.watermark.interval.ms} (50 by default).
+     */
+    static final Duration WATERMARK_REUSE = Duration.ofMillis(Long.getLong("exp.wmreuse", 100));
 
     /** What the locator asks of the exporter a partition is read from. */
     interface Exporter {
@@ -73,6 +83,9 @@ final class SegmentLocator {
         // The watermark generation this directory was checked against; a newer one means segments were
         // replaced or deleted (compaction, retention), so the directory is looked up again.
         long generation = -1;
+        /** The last watermark read for this cursor, and when ({@link #clock}); null before the first. */
+        Watermark lastWatermark;
+        long lastWatermarkNanos;
 
         Cursor(InetSocketAddress exporter, SegmentDirectory.Response r, long fromOffset) {
             this.exporter = exporter;
@@ -108,28 +121,54 @@ final class SegmentLocator {
     /** Told when what was located for a partition is forgotten or replaced: bytes read ahead under it are stale. */
     private final Consumer<TopicPartition> onForget;
 
+    /** {@link System#nanoTime}, or a test's clock. */
+    private final LongSupplier clock;
+
     SegmentLocator(boolean readCommitted, Consumer<TopicPartition> onForget) {
+        this(readCommitted, onForget, System::nanoTime);
+    }
+
+    SegmentLocator(boolean readCommitted, Consumer<TopicPartition> onForget, LongSupplier clock) {
         this.readCommitted = readCommitted;
         this.onForget = onForget;
+        this.clock = clock;
     }
 
     /** Where a fetch of {@code tp} from offset {@code position} reads, at the exporter {@code target} names. */
     Where where(TopicPartition tp, ExporterLocator.Target target, long position, Exporter exporter) {
         Cursor st = cursors.get(tp);
+        if (st != null && st.offset == position && st.lastWatermark != null
+                && clock.getAsLong() - st.lastWatermarkNanos < WATERMARK_REUSE.toNanos()
+                && within(st, st.lastWatermark, target, tp, position, exporter) instanceof Bytes bytes) {
+            return bytes;
+        }
+        st = cursors.get(tp); // what within() found may have moved or replaced it
         if (st == null || st.offset != position) {
             st = lookUp(exporter, target, tp, position);
             if (st == null) {
                 return new NotExported();
             }
         }
-        Watermark w = exporter.watermark(st.watermark);
+        Watermark w = watermark(exporter, st);
         if (st.generation >= 0 && st.generation != w.generation()) {
             st = lookUp(exporter, target, tp, position);
             if (st == null) {
                 return new NotExported();
             }
-            w = exporter.watermark(st.watermark);
+            w = watermark(exporter, st);
         }
+        return within(st, w, target, tp, position, exporter);
+    }
+
+    private Watermark watermark(Exporter exporter, Cursor st) {
+        Watermark w = exporter.watermark(st.watermark);
+        st.lastWatermark = w;
+        st.lastWatermarkNanos = clock.getAsLong();
+        return w;
+    }
+
+    /** Where the fetch from {@code position} reads, by {@code w}, the cursor's directory checked against it. */
+    private Where within(Cursor st, Watermark w, ExporterLocator.Target target, TopicPartition tp, long position, Exporter exporter) {
         if (target.outdatedBy(w.leaderId())) {
             return new LeaderElsewhere(w.leaderId());
         }
@@ -183,6 +222,12 @@ final class SegmentLocator {
         Cursor st = cursors.get(tp);
         st.offset = nextOffset;
         st.position = nextPosition;
+    }
+
+    /** Whether a fetch of {@code tp} from {@code position} at {@code exporter} needs no directory lookup to start. */
+    boolean locatedAt(TopicPartition tp, long position, InetSocketAddress exporter) {
+        Cursor st = cursors.get(tp);
+        return st != null && st.offset == position && st.exporter.equals(exporter);
     }
 
     /** The exporter {@code tp} was last located at, or null. */

@@ -79,7 +79,7 @@ class LyingExporterTest {
                     assertThat(fetcher.pool().pooledBytes()).as("pool bytes after %s", lie).isZero();
                     assertThat(fetcher.pool().oneOffRegistrations()).isZero();
                 }
-                assertThat(fetcher.directoryRequests.sum()).isEqualTo(1 + lies.size());
+                assertThat(fetcher.directoryRequests()).isEqualTo(1 + lies.size());
             }
         }
     }

@@ -66,7 +66,7 @@ class ReadPathDependenciesTest {
 
     @Test
     void theFetchersRoomsDoNotReferToIt() throws Exception {
-        Set<String> rooms = Set.of("SegmentLocator", "ExporterReads", "RecordCollector", "StableRange", "BatchRange",
+        Set<String> rooms = Set.of("SegmentLocator", "DirectoryLookups", "ExporterReads", "RecordCollector", "StableRange", "BatchRange",
                 "DecodedBatches", "FetchResult", "ReadCommittedFilter", "RecordConversion");
         Set<String> referring = new TreeSet<>();
         for (ClassModel c : consumerClasses()) {

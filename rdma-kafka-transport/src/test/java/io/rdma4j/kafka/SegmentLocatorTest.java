@@ -12,6 +12,7 @@ import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.function.LongSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -43,16 +44,23 @@ class SegmentLocatorTest {
             return directory;
         }
 
+        int watermarksRead;
+
         @Override
         public Watermark watermark(RegionDescriptor region) {
             assertThat(region).as("the watermark region the directory named").isEqualTo(directory.watermarkRegion());
+            watermarksRead++;
             return watermark;
         }
     }
 
     private final Published exporter = new Published();
     private final List<TopicPartition> forgotten = new ArrayList<>();
-    private final SegmentLocator locator = new SegmentLocator(false, forgotten::add);
+    /** The locators' clock: unless a case says otherwise, each fetch comes longer after the last than a watermark serves. */
+    private long nanos;
+    private boolean clockStill;
+    private final LongSupplier clock = () -> clockStill ? nanos : (nanos += SegmentLocator.WATERMARK_REUSE.toNanos() + 1);
+    private final SegmentLocator locator = new SegmentLocator(false, forgotten::add, clock);
 
     private static RegionDescriptor region(long length) {
         return new RegionDescriptor("tcp", 4096, length, 77, Access.remoteRead());
@@ -114,8 +122,38 @@ class SegmentLocatorTest {
     }
 
     @Test
+    void aRecentWatermarkServesTheNextFetchesUntilTheyReachItsEnd() {
+        clockStill = true;
+        exporter.directory = directory(200, OLD, ACTIVE);
+        exporter.watermark = watermark(1, 300, Watermark.UNKNOWN_LEADER);
+        assertThat(where(10)).isEqualTo(new SegmentLocator.Bytes(OLD, 200, 1000, 60));
+        locator.advance(TP, 30, 600);
+
+        exporter.watermark = watermark(1, 350, Watermark.UNKNOWN_LEADER); // written and published meanwhile
+        assertThat(where(30)).as("bytes below the watermark read moments ago: not asked again")
+                .isEqualTo(new SegmentLocator.Bytes(OLD, 600, 1000, 60));
+        locator.advance(TP, 50, 1000);
+        assertThat(where(50)).as("the next segment, still below it").isEqualTo(new SegmentLocator.Bytes(ACTIVE, 0, 300, 60));
+        assertThat(exporter.watermarksRead).isEqualTo(1);
+
+        locator.advance(TP, 57, 300);
+        assertThat(where(57)).as("its end reached: read afresh, and the bytes written since found")
+                .isEqualTo(new SegmentLocator.Bytes(ACTIVE, 300, 350, 60));
+        assertThat(exporter.watermarksRead).isEqualTo(2);
+
+        locator.advance(TP, 58, 320);
+        nanos += SegmentLocator.WATERMARK_REUSE.toNanos();
+        exporter.watermark = watermark(1, 380, Watermark.UNKNOWN_LEADER);
+        assertThat(where(58)).as("too old to serve: read afresh").isEqualTo(new SegmentLocator.Bytes(ACTIVE, 320, 380, 60));
+        assertThat(exporter.watermarksRead).isEqualTo(3);
+        assertThat(where(5)).as("a seek looks up and reads afresh").isEqualTo(new SegmentLocator.Bytes(OLD, 200, 1000, 60));
+        assertThat(exporter.watermarksRead).isEqualTo(4);
+        assertThat(exporter.lookedUp).containsExactly(10L, 5L);
+    }
+
+    @Test
     void readCommittedEndsAtTheLastStableOffset() {
-        SegmentLocator committed = new SegmentLocator(true, forgotten::add);
+        SegmentLocator committed = new SegmentLocator(true, forgotten::add, clock);
         exporter.directory = directory(0, ACTIVE);
         exporter.watermark = watermark(1, 300, Watermark.UNKNOWN_LEADER);
         assertThat(committed.where(TP, ANY_LEADER, 50, exporter)).isEqualTo(new SegmentLocator.Bytes(ACTIVE, 0, 300, 55));

@@ -1,0 +1,135 @@
+package io.rdma4j.kafka;
+
+import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaException;
+import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.core.RequestTypes;
+import io.rdma4j.kafka.protocol.SegmentDirectory;
+import io.rdma4j.kafka.protocol.Watermark;
+import org.apache.kafka.common.TopicPartition;
+
+import java.nio.ByteBuffer;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.BiFunction;
+import java.util.function.LongSupplier;
+
+/**
+ * The segment directory lookups a fetch asks an exporter for, some sent ahead with the watermark read that follows
+ * each: a new consumer has a lookup and a watermark read to make for every partition before its first bytes, each a
+ * round trip to an exporter process (1-5 ms on a loaded 2-core machine, where a busy exporter waits for a CPU), and
+ * made one partition after another they delayed its first records by tens of ms. Sent together, they overlap. At most
+ * one lookup per partition is held; it serves the fetch only when that asks the same connection from the same
+ * offset, and is dropped with its partition. Its watermark serves only the cursor made from it, and only while younger
+ * than {@link SegmentLocator#WATERMARK_REUSE}; otherwise the watermark is read when asked. Used by the polling thread
+ * only.
+ */
+final class DirectoryLookups {
+
+    /** A lookup sent ahead; {@code watermark} completes with null where it could not be read (it is then read when asked). */
+    private record Ahead(RdmaConnection connection, long fromOffset, CompletableFuture<ByteBuffer> reply,
+                         CompletableFuture<Watermark> watermark, long sentNanos) {
+    }
+
+    /** A held lookup's watermark, once its reply made the partition's cursor. */
+    private record WatermarkAhead(RdmaConnection connection, RegionDescriptor region, CompletableFuture<Watermark> watermark,
+                                  long sentNanos) {
+    }
+
+    /** Reads a watermark record without waiting ({@link ExporterReads#watermarkAhead}). */
+    private final BiFunction<RdmaConnection, RegionDescriptor, CompletableFuture<Watermark>> readWatermark;
+    private final LongSupplier clock;
+    private final Map<TopicPartition, Ahead> ahead = new HashMap<>();
+    private final Map<TopicPartition, WatermarkAhead> watermarks = new HashMap<>();
+    /** Lookups sent, ahead or not. */
+    final LongAdder sent = new LongAdder();
+
+    DirectoryLookups(BiFunction<RdmaConnection, RegionDescriptor, CompletableFuture<Watermark>> readWatermark, LongSupplier clock) {
+        this.readWatermark = readWatermark;
+        this.clock = clock;
+    }
+
+    /** Sends the lookup of {@code tp} from {@code fromOffset} on {@code c} unless the same one is held already. */
+    void sendAhead(RdmaConnection c, TopicPartition tp, long fromOffset) {
+        Ahead held = ahead.get(tp);
+        if (held != null && held.connection == c && held.fromOffset == fromOffset) {
+            return;
+        }
+        CompletableFuture<ByteBuffer> reply;
+        try {
+            reply = c.request(RequestTypes.KAFKA_DIRECTORY, request(tp, fromOffset));
+        } catch (RdmaException e) {
+            ahead.remove(tp);
+            return; // the connection failed meanwhile: the fetch finds out, and looks up anew
+        }
+        sent.increment();
+        CompletableFuture<Watermark> watermark = reply.thenCompose(bytes -> {
+            SegmentDirectory.Response r = SegmentDirectory.Response.fromBytes(bytes.duplicate());
+            return r.status() == SegmentDirectory.Status.OK ? readWatermark.apply(c, r.watermarkRegion())
+                    : CompletableFuture.<Watermark>completedFuture(null);
+        }).exceptionally(e -> null); // a failed or malformed reply fails the fetch that uses it, below
+        ahead.put(tp, new Ahead(c, fromOffset, reply, watermark, clock.getAsLong()));
+    }
+
+    /** The directory of {@code tp} from {@code fromOffset}: the reply to the lookup sent ahead if it matches, else asked now. */
+    SegmentDirectory.Response lookUp(RdmaConnection c, TopicPartition tp, long fromOffset) {
+        Ahead held = ahead.remove(tp);
+        watermarks.remove(tp);
+        if (held == null || held.connection != c || held.fromOffset != fromOffset) {
+            sent.increment();
+            return SegmentDirectory.Response.fromBytes(c.requestAndWait(RequestTypes.KAFKA_DIRECTORY, request(tp, fromOffset)));
+        }
+        SegmentDirectory.Response r;
+        try {
+            r = SegmentDirectory.Response.fromBytes(held.reply.get()); // by the connection's operation timeout at the latest
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RdmaException("interrupted while waiting for the directory of " + tp + " on " + c, e);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            while (cause instanceof CompletionException && cause.getCause() != null) {
+                cause = cause.getCause();
+            }
+            throw cause instanceof RuntimeException re ? re : new RdmaException(String.valueOf(cause), cause);
+        }
+        if (r.status() == SegmentDirectory.Status.OK) {
+            watermarks.put(tp, new WatermarkAhead(c, r.watermarkRegion(), held.watermark, held.sentNanos));
+        }
+        return r;
+    }
+
+    /**
+     * The watermark in {@code region} read ahead with the lookup that made {@code tp}'s cursor, or null: none, another
+     * region or connection, too old, or not read.
+     */
+    Watermark watermarkAhead(RdmaConnection c, TopicPartition tp, RegionDescriptor region) {
+        WatermarkAhead w = watermarks.remove(tp);
+        if (w == null || w.connection != c || !w.region.equals(region)
+                || clock.getAsLong() - w.sentNanos >= SegmentLocator.WATERMARK_REUSE.toNanos()) {
+            return null;
+        }
+        try {
+            return w.watermark.get(); // never fails: a READ that did completes with null
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RdmaException("interrupted while waiting for the watermark of " + tp + " on " + c, e);
+        } catch (ExecutionException e) {
+            return null;
+        }
+    }
+
+    /** Drops what is held for partitions not in {@code assigned}; replies still to come are left unread. */
+    void retain(Set<TopicPartition> assigned) {
+        ahead.keySet().retainAll(assigned);
+        watermarks.keySet().retainAll(assigned);
+    }
+
+    private static ByteBuffer request(TopicPartition tp, long fromOffset) {
+        return ByteBuffer.wrap(new SegmentDirectory.Request(tp.topic(), tp.partition(), fromOffset).toBytes());
+    }
+}
