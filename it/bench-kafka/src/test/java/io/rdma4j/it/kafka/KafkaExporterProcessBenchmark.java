@@ -50,7 +50,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * the RDMA consumer, each round starting with the other; the median round counts and the ratios are rdma / plain.
  *
  * <p>{@code -Dbench.exporterJar=PATH} (default: rdma-kafka-transport's target), {@code -Dbench.process.records}
- * (default 30,000 per topic, 168 MB of keys and values), {@code -Dbench.rounds} (default 7).
+ * (default 30,000 per topic, 168 MB of keys and values), {@code -Dbench.rounds} (default 7), {@code -Dbench.warmup}
+ * (reads by each path before the rounds, default 3).
  */
 class KafkaExporterProcessBenchmark {
 
@@ -58,6 +59,11 @@ class KafkaExporterProcessBenchmark {
     static final int PARTITIONS = 6;
     static final int RECORDS = Integer.getInteger("bench.process.records", 30_000);
     static final int ROUNDS = Integer.getInteger("bench.rounds", 7);
+    /**
+     * Reads by each path before the measured rounds: the brokers (in this JVM) and the exporter processes run long in
+     * production, and their code paths are compiled; with one read each, the rounds were still getting faster.
+     */
+    static final int WARM_UP_READS = Integer.getInteger("bench.warmup", 3);
 
     /**
      * One read by a new consumer: bytes, and nanoseconds from construction to the first record, first RDMA record, last
@@ -179,8 +185,10 @@ class KafkaExporterProcessBenchmark {
             }
             for (String topic : TOPICS) {
                 awaitExported(reader, rdmaProps, topic);
-                read(reader, rdmaProps, topic, false); // warm-up of both paths in this JVM
-                read(reader, rdmaProps, topic, true);
+                for (int i = 0; i < WARM_UP_READS; i++) {
+                    read(reader, rdmaProps, topic, false);
+                    read(reader, rdmaProps, topic, true);
+                }
                 List<Run> plain = new ArrayList<>();
                 List<Run> rdma = new ArrayList<>();
                 for (int i = 0; i < ROUNDS; i++) {
