@@ -33,7 +33,7 @@ final class SegmentLocator {
      * high watermark stay readable). A fetch that reaches its end, or needs another segment, reads it afresh. The
      * exporter itself publishes the watermark only every {@code rdma.exporter.watermark.interval.ms} (50 by default).
      */
-    static final Duration WATERMARK_REUSE = Duration.ofMillis(Long.getLong("exp.wmreuse", 100));
+    static final Duration WATERMARK_REUSE = Duration.ofMillis(100);
 
     /** What the locator asks of the exporter a partition is read from. */
     interface Exporter {
