@@ -112,8 +112,13 @@ final class BatchRange {
 
     /** Waits, up to {@code timeout}, until the READ (and decoding) has finished one way or the other. */
     void awaitFinished(Duration timeout) {
+        awaitOver(done, timeout);
+    }
+
+    /** Waits, up to {@code timeout}, until {@code operation} is over one way or the other. */
+    static void awaitOver(CompletableFuture<?> operation, Duration timeout) {
         try {
-            done.handle((v, e) -> null).get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            operation.handle((v, e) -> null).get(timeout.toNanos(), TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (ExecutionException | TimeoutException e) {

@@ -22,11 +22,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * The one place that issues RDMA READs of an exporter's memory: watermark records, and segment bytes either now or
@@ -104,13 +101,12 @@ final class ExporterReads implements AutoCloseable {
             return CompletableFuture.completedFuture(null);
         }
         watermarksInFlight.add(read);
+        read.whenComplete((v, e) -> watermarksInFlight.remove(read)); // after add(), even when already over
         return read.handle((v, e) -> {
             try (buffer) {
                 return e == null ? Watermark.readFrom(buffer.segment()) : null;
             } catch (IllegalArgumentException notAWatermark) {
                 return null; // the synchronous read meets it again, and fails the fetch as it always did
-            } finally {
-                watermarksInFlight.remove(read);
             }
         });
     }
@@ -245,15 +241,7 @@ final class ExporterReads implements AutoCloseable {
         ahead.clear();
         // Nothing may still be written into the pool's memory when it is freed.
         inFlight.forEach(r -> r.awaitFinished(closeTimeout));
-        for (CompletableFuture<Void> read : List.copyOf(watermarksInFlight)) {
-            try {
-                read.handle((v, e) -> null).get(closeTimeout.toNanos(), TimeUnit.NANOSECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } catch (ExecutionException | TimeoutException e) {
-                // over one way or the other, or the connection's own timeout is longer
-            }
-        }
+        List.copyOf(watermarksInFlight).forEach(read -> BatchRange.awaitOver(read, closeTimeout));
         if (decoder != null) {
             decoder.close(); // Waits for decoding under way (of ranges released earlier too): it reads pool memory.
         }
