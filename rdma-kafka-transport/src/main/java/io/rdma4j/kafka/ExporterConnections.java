@@ -73,9 +73,9 @@ final class ExporterConnections implements AutoCloseable {
     private final Set<InetSocketAddress> unchecked = new HashSet<>();
     /** Per exporter, a partition of each topic read from it: the exporter decides on these topics as a token is proven. */
     private final Map<InetSocketAddress, Map<String, TopicPartition>> readingFrom = new HashMap<>();
-    /** The token's creation or replacement, and the expiry of a replaced one, under way (or done, or null). */
+    /** The token's creation or replacement, and letting go of a replaced one, under way (or done, or null). */
     private CompletableFuture<Void> renewal;
-    private CompletableFuture<Void> expiring;
+    private CompletableFuture<Void> lettingGo;
 
     ExporterConnections(RdmaTransport transport, Timing timing, DelegationTokenCredentials credentials, Runnable onReconnect) {
         this.setup = new ExporterSetup(transport, credentials);
@@ -147,7 +147,7 @@ final class ExporterConnections implements AutoCloseable {
         if (again && !pending.containsKey(exporter)) {
             pending.put(exporter, setup.prove(c, List.copyOf(reading)));
         }
-        expireUnheld();
+        letGoOfUnheld();
         return p != null && credentials.usable(p) && !unchecked.contains(exporter);
     }
 
@@ -206,11 +206,14 @@ final class ExporterConnections implements AutoCloseable {
         }
     }
 
-    /** Expires the token the latest one replaced once no connection holds it: each proved the new one, or is gone. */
-    private void expireUnheld() {
+    /**
+     * Lets go of the token the latest one replaced once no connection holds it (each proved the new one, or is gone):
+     * it is expired once every consumer sharing it has.
+     */
+    private void letGoOfUnheld() {
         DelegationToken old = credentials.retiring();
-        if (old != null && (expiring == null || expiring.isDone()) && !proven.containsValue(old)) {
-            expiring = setup.expire(old);
+        if (old != null && (lettingGo == null || lettingGo.isDone()) && !proven.containsValue(old)) {
+            lettingGo = setup.letGo(old);
         }
     }
 
@@ -278,7 +281,7 @@ final class ExporterConnections implements AutoCloseable {
         return c != null;
     }
 
-    /** Closes every connection and discards the setups under way, without waiting for them; then expires the tokens. */
+    /** Closes every connection and discards the setups under way, without waiting for them; then lets go of the token. */
     @Override
     public void close() {
         Set<InetSocketAddress> all = new HashSet<>(open.keySet());

@@ -36,7 +36,7 @@ import java.util.concurrent.TimeUnit;
 final class ExporterSetup implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(ExporterSetup.class);
-    /** How long close() waits for the setup thread to expire the consumer's tokens (it goes on by itself after). */
+    /** How long close() waits for the setup thread to let go of the consumer's token (it goes on by itself after). */
     private static final long CLOSE_WAIT_MS = 2_000;
 
     /** What a proof came to. */
@@ -133,9 +133,9 @@ final class ExporterSetup implements AutoCloseable {
         return CompletableFuture.runAsync(credentials::current, thread);
     }
 
-    /** Expires {@code old}, which no connection holds any more, unless another replacement got there first. */
-    CompletableFuture<Void> expire(DelegationToken old) {
-        return CompletableFuture.runAsync(() -> credentials.expireRetiring(old), thread);
+    /** Lets go of {@code old}, which no connection of this consumer holds any more. */
+    CompletableFuture<Void> letGo(DelegationToken old) {
+        return CompletableFuture.runAsync(() -> credentials.letGo(old), thread);
     }
 
     /** A challenge, then the proof over its nonce; a failure of the connection itself fails the future. */
@@ -171,7 +171,8 @@ final class ExporterSetup implements AutoCloseable {
 
     /**
      * Lets the setup thread finish what it does (a token being created is not abandoned: the cluster would keep it),
-     * then expire the consumer's tokens, waiting for that only briefly. Connections still being set up are the
+     * then let go of the consumer's token (the last consumer sharing it expires it, now or after the linger), waiting
+     * for that only briefly. Connections still being set up are the
      * caller's to discard; a connect under way ends with the transport.
      */
     @Override
@@ -184,7 +185,7 @@ final class ExporterSetup implements AutoCloseable {
         thread.shutdown();
         try {
             if (!thread.awaitTermination(CLOSE_WAIT_MS, TimeUnit.MILLISECONDS)) {
-                LOG.debug("the rdma4j setup thread expires the consumer's delegation token after close returned");
+                LOG.debug("the rdma4j setup thread lets go of the consumer's delegation token after close returned");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

@@ -26,7 +26,10 @@ import java.util.Map;
  *   this consumer creates with its own Kafka client settings, so exporters that check Kafka ACLs
  *   ({@code rdma.exporter.acls}) serve it the topics its principal may READ; {@code none} (default) proves nothing</td></tr>
  * <tr><td>rdma.exporter.token.lifetime.ms</td><td>the most a token lives (default 3600000); a new one replaces it
- *   when four fifths of its life are over, and it is expired when the consumer closes</td></tr>
+ *   when four fifths of its life are over. Consumers in one JVM with the same cluster and security settings (one
+ *   principal) share one token</td></tr>
+ * <tr><td>rdma.exporter.token.linger.ms</td><td>how long the token outlives the last consumer that shares it, for the
+ *   next new consumer to prove at once (default 30000); then it is expired. 0: when the last one closes</td></tr>
  * <tr><td>rdma.fetch.fallback.backoff.ms</td><td>how long a partition stays on the normal fetch path after
  *   RDMA could not serve it (default 1000)</td></tr>
  * <tr><td>rdma.fetch.setup.wait.ms</td><td>how long a partition whose exporter connection is being set up (connected
@@ -46,7 +49,7 @@ import java.util.Map;
  */
 public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddress, int exporterPort, String exporterPortOffset,
                                  boolean delegationToken,
-                                 Duration tokenLifetime, Duration fallbackBackoff, Duration pollInterval, boolean decodeAhead,
+                                 Duration tokenLifetime, Duration tokenLinger, Duration fallbackBackoff, Duration pollInterval, boolean decodeAhead,
                                  TransportConfig transport, Duration keepAlive, Duration connectionsMaxIdle, Duration setupWait) {
 
     public static final String PREFIX = "rdma.";
@@ -58,6 +61,7 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
     public static final int DEFAULT_EXPORTER_PORT = 9299;
     public static final String AUTHENTICATION = "rdma.exporter.authentication";
     public static final String TOKEN_LIFETIME = "rdma.exporter.token.lifetime.ms";
+    public static final String TOKEN_LINGER = "rdma.exporter.token.linger.ms";
     public static final String FALLBACK_BACKOFF = "rdma.fetch.fallback.backoff.ms";
     public static final String POLL_INTERVAL = "rdma.fetch.poll.interval.ms";
     public static final String DECODE_AHEAD = "rdma.fetch.decode.ahead";
@@ -91,6 +95,10 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
         if (tokenLifetime < 60_000) {
             throw new IllegalArgumentException(TOKEN_LIFETIME + " needs at least 60000 (a minute), got " + tokenLifetime);
         }
+        long tokenLinger = longValue(configs, TOKEN_LINGER, 30_000, MILLIS);
+        if (tokenLinger < 0) {
+            throw new IllegalArgumentException(TOKEN_LINGER + " cannot be negative, got " + tokenLinger);
+        }
         long setupWait = longValue(configs, SETUP_WAIT, 0, MILLIS);
         if (setupWait < 0) {
             throw new IllegalArgumentException(SETUP_WAIT + " cannot be negative, got " + setupWait);
@@ -103,6 +111,7 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
         });
         return new RdmaConsumerConfig(enabled(configs), address == null ? null : ExporterConfig.parseAddress(address.toString().trim()),
                 (int) port, offset == null ? null : offset.toString().trim(), authentication.equals("delegation-token"), Duration.ofMillis(tokenLifetime),
+                Duration.ofMillis(tokenLinger),
                 Duration.ofMillis(longValue(configs, FALLBACK_BACKOFF, 1000, MILLIS)),
                 Duration.ofMillis(longValue(configs, POLL_INTERVAL, 5, MILLIS)),
                 booleanValue(configs, DECODE_AHEAD, true), TransportConfig.fromProperties(transportKeys, PREFIX),

@@ -97,18 +97,22 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         RdmaTransport t = null;
         RdmaFetcher f = null;
         if (rdmaConfig.enabled()) {
+            DelegationTokenCredentials credentials = null;
             try {
                 t = RdmaTransport.open(rdmaConfig.transport());
                 rdmaMetrics.transport(t.metrics());
                 ExporterLocator locator = rdmaConfig.exporterAddress() != null ? ExporterLocator.fixed(rdmaConfig.exporterAddress())
                         : ExporterLocator.perBroker(rdmaConfig::exporterPortFor, java.util.Objects.toString(kafka.get(ConsumerConfig.CLIENT_RACK_CONFIG), null),
                         topic -> delegate.partitionsFor(topic, METADATA_WAIT));
-                DelegationTokenCredentials credentials = rdmaConfig.delegationToken()
-                        ? new DelegationTokenCredentials(kafka, rdmaConfig.tokenLifetime(), rdmaConfig.fallbackBackoff()) : null;
+                credentials = rdmaConfig.delegationToken() ? new DelegationTokenCredentials(kafka, rdmaConfig.tokenLifetime(),
+                        rdmaConfig.fallbackBackoff(), rdmaConfig.tokenLinger()) : null;
                 f = new RdmaFetcher(t, locator, credentials, new ExporterConnections.Timing(rdmaConfig.fallbackBackoff(),
                         rdmaConfig.keepAlive(), rdmaConfig.connectionsMaxIdle()), rdmaMetrics, readCommitted,
                         rdmaConfig.decodeAhead(), RdmaConsumerConfig.intValue(kafka, ConsumerConfig.FETCH_MAX_BYTES_CONFIG, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES));
             } catch (RuntimeException e) {
+                if (credentials != null) {
+                    credentials.close(); // Its share of the token; nothing was proven with it.
+                }
                 if (t != null) {
                     t.close();
                     t = null;

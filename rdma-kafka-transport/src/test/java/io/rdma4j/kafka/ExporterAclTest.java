@@ -171,6 +171,8 @@ class ExporterAclTest {
             p.put("rdma.provider", "tcp");
             p.put("rdma.fetch.fallback.backoff.ms", "200");
             p.put(RdmaConsumerConfig.AUTHENTICATION, authentication);
+            // Each test's consumers create a token of their own; sharing one is tested on its own.
+            p.put(RdmaConsumerConfig.TOKEN_LINGER, "0");
         }
         return p;
     }
@@ -347,6 +349,45 @@ class ExporterAclTest {
         }
     }
 
+    @Test
+    void consumersOfOnePrincipalShareOneTokenWhichOutlivesTheLastOneForTheLingerOnly() throws Exception {
+        try (Admin asUser1 = Admin.create(user1(false, null))) {
+            java.util.Set<String> before = liveTokens(asUser1);
+            Map<String, Object> props = KafkaFixtures.waitingForRdma(perBrokerConsumer());
+            props.put(RdmaConsumerConfig.TOKEN_LINGER, "5000");
+            Map<String, Object> another = new HashMap<>(props);
+            another.put(ConsumerConfig.CLIENT_ID_CONFIG, "another-reader"); // settings that do not change the principal
+            another.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, "20000");
+            try (RdmaKafkaConsumer<String, String> one = new RdmaKafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer());
+                 RdmaKafkaConsumer<String, String> two = new RdmaKafkaConsumer<>(another, new StringDeserializer(), new StringDeserializer())) {
+                one.assign(GRANTED_PARTITIONS);
+                two.assign(GRANTED_PARTITIONS);
+                assertThat(drain(one, RECORDS)).isEqualTo(drain(two, RECORDS));
+                KafkaFixtures.assertReadByRdma(one, RECORDS, "the first consumer");
+                KafkaFixtures.assertReadByRdma(two, RECORDS, "the second consumer");
+            }
+            java.util.Set<String> created = new java.util.HashSet<>(liveTokens(asUser1));
+            created.removeAll(before);
+            assertThat(created).as("tokens the two consumers created").hasSize(1);
+
+            // Both closed: a consumer that comes within the linger proves that token, and the cluster makes no other.
+            try (RdmaKafkaConsumer<String, String> three = new RdmaKafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer())) {
+                three.assign(GRANTED_PARTITIONS);
+                assertThat(drain(three, RECORDS).values().stream().mapToInt(List::size).sum()).isEqualTo(RECORDS);
+                KafkaFixtures.assertReadByRdma(three, RECORDS, "a consumer after both closed");
+            }
+            java.util.Set<String> after = new java.util.HashSet<>(liveTokens(asUser1));
+            after.removeAll(before);
+            assertThat(after).as("live tokens right after the last consumer closed: the shared one lingers").isEqualTo(created);
+
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (liveTokens(asUser1).containsAll(created)) {
+                assertThat(System.nanoTime()).as("the shared token expired within 20 s of the last close (linger 5 s)").isLessThan(deadline);
+                Thread.sleep(200);
+            }
+        }
+    }
+
     private static java.util.Set<String> liveTokens(Admin asUser1) throws Exception {
         java.util.Set<String> out = new java.util.HashSet<>();
         asUser1.describeDelegationToken().delegationTokens().get().stream()
@@ -480,9 +521,12 @@ class ExporterAclTest {
             assertThat(directory(c, GRANTED).status()).isEqualTo(SegmentDirectory.Status.NOT_AUTHORIZED);
 
             nonce = challenge(c);
+            long lookups = exporter.delegationTokenLookups();
             prove(c, token, nonce);
             SegmentDirectory.Response granted = directory(c, GRANTED);
             assertThat(granted.status()).isEqualTo(SegmentDirectory.Status.OK);
+            assertThat(exporter.delegationTokenLookups()).as("token lookups for the proof and the first decision after it: "
+                    + "the token just listed is not looked up again").isLessThanOrEqualTo(lookups + 1);
             assertThat(granted.segments()).isNotEmpty();
             assertThat(directory(c, DENIED).status()).as("DESCRIBE but not READ").isEqualTo(SegmentDirectory.Status.NOT_AUTHORIZED);
 

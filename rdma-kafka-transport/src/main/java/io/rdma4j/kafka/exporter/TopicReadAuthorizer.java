@@ -66,6 +66,12 @@ final class TopicReadAuthorizer implements AutoCloseable {
      * the metadata log a moment apart, so the broker asked may not know a token that the consumer's broker knows.
      */
     static final Duration TOKEN_ARRIVAL_WAIT = Duration.ofSeconds(2);
+    /**
+     * A token listed this recently (for the proof) is not looked up again before a decision on it: the decision is kept
+     * for {@code rdma.exporter.acl.cache.ms} anyway, so this adds at most a second to how long a token deleted meanwhile
+     * goes on reading, and saves a new consumer a lookup (up to {@link #TOKEN_LIST_INTERVAL}) before its first READ.
+     */
+    static final Duration LISTING_TRUSTED = Duration.ofSeconds(1);
     /** Between tries of a token client whose login the cluster did not take (the broker asked does not know it yet). */
     private static final long LOGIN_RETRY_MILLIS = 250;
     private static final SecureRandom RANDOM = new SecureRandom();
@@ -90,7 +96,8 @@ final class TopicReadAuthorizer implements AutoCloseable {
         volatile Token token;
     }
 
-    private record Token(String id, byte[] hmac, long expiresAtMillis, String owner) {
+    /** A token as listed by the cluster in a list fetched after {@code listedAfterNanos}. */
+    private record Token(String id, byte[] hmac, long expiresAtMillis, String owner, long listedAfterNanos) {
     }
 
     private record Decision(String denial, long validUntilNanos) {
@@ -199,12 +206,13 @@ final class TopicReadAuthorizer implements AutoCloseable {
      * {@link #TOKEN_LIST_INTERVAL}), as the broker asked may learn it a moment after the consumer's broker did.
      */
     private CompletionStage<Token> lookUp(String id, long deadlineNanos) {
+        long asked = System.nanoTime();
         return tokenLists.fetchedAfterNow().thenCompose(tokens -> {
             for (DelegationToken t : tokens) {
                 if (t.tokenInfo().tokenId().equals(id)) {
                     long expires = t.tokenInfo().expiryTimestamp();
                     return CompletableFuture.completedFuture(expires > System.currentTimeMillis()
-                            ? new Token(id, t.hmac(), expires, t.tokenInfo().owner().toString()) : null);
+                            ? new Token(id, t.hmac(), expires, t.tokenInfo().owner().toString(), asked) : null);
                 }
             }
             return System.nanoTime() - deadlineNanos >= 0 ? CompletableFuture.completedFuture(null) : lookUp(id, deadlineNanos);
@@ -230,9 +238,13 @@ final class TopicReadAuthorizer implements AutoCloseable {
         if (known != null && known.validUntilNanos() - System.nanoTime() > 0) {
             return known.denial() == null ? CompletableFuture.completedFuture(null) : denied(known.denial());
         }
-        // The token is looked up again first: one expired or deleted since the proof must stop counting, and a client
-        // already connected with it would not notice (the broker checks a token when a connection authenticates).
+        // The token is looked up again first, unless just listed: one expired or deleted since the proof must stop
+        // counting, and a client already connected with it would not notice (the broker checks a token when a
+        // connection authenticates).
         long deadline = System.nanoTime() + TOKEN_ARRIVAL_WAIT.toNanos();
+        if (System.nanoTime() - token.listedAfterNanos() < LISTING_TRUSTED.toNanos()) {
+            return ask(token, topic, deadline);
+        }
         return lookUp(token.id(), deadline).thenCompose(live -> {
             if (live == null) {
                 session.token = null;

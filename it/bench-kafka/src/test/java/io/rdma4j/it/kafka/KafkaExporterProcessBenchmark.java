@@ -46,7 +46,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  *
  * <p>Every measured read uses a NEW consumer: its time runs from the consumer's construction to its last record, so
  * the consumer's start (metadata, connections to the brokers and, for RDMA, to the exporters) is counted. For the RDMA
- * consumer the time before its first record by RDMA is reported on its own. Rounds alternate a plain KafkaConsumer and
+ * consumer the time before its first record by RDMA is reported on its own. Secured, each topic is read twice over:
+ * first by RDMA consumers that each create a delegation token of their own (what the first consumer of a process does),
+ * then by RDMA consumers that prove the token their process's consumers share ({@code rdma.exporter.token.linger.ms}
+ * at its default: the first of these creates it). Rounds alternate a plain KafkaConsumer and
  * the RDMA consumer, each round starting with the other; the median round counts and the ratios are rdma / plain.
  *
  * <p>{@code -Dbench.exporterJar=PATH} (default: rdma-kafka-transport's target), {@code -Dbench.process.records}
@@ -91,8 +94,8 @@ class KafkaExporterProcessBenchmark {
      * The same on a SASL cluster with ACLs ({@link KafkaTestCluster#secured}: PLAIN and SCRAM-SHA-512, the
      * StandardAuthorizer, no access without an ACL; brokers on localhost, a port each): the reader is
      * {@code plain-user1}, allowed READ on the topics; each exporter checks ACLs ({@code rdma.exporter.acls=auto}) and
-     * listens on its broker's port plus an offset; each new RDMA consumer creates a delegation token and proves it to
-     * the exporters ({@code rdma.exporter.authentication=delegation-token}), all inside the measured time. The brokers
+     * listens on its broker's port plus an offset; each new RDMA consumer proves a delegation token to the exporters
+     * ({@code rdma.exporter.authentication=delegation-token}), created by itself or shared, inside the measured time. The brokers
      * run in this JVM, where only the loading of Kafka's ScramLoginModule registers the SCRAM SASL servers (a broker's
      * JAAS file names it; the test kit's names PLAIN only, and the SCRAM clients here are in the exporter processes),
      * so this loads it first.
@@ -177,9 +180,13 @@ class KafkaExporterProcessBenchmark {
                         topic, RECORDS, bytes / 1e6, PARTITIONS);
             }
             Map<String, Object> rdmaProps = new HashMap<>(reader);
+            Map<String, Object> sharingProps = rdmaProps;
             if (secured) {
                 rdmaProps.put("rdma.exporter.port.offset", Integer.toString(offset));
                 rdmaProps.put("rdma.exporter.authentication", "delegation-token");
+                // Until the last rounds of a topic, no token outlives its consumer: each creates one of its own.
+                sharingProps = new HashMap<>(rdmaProps);
+                rdmaProps.put("rdma.exporter.token.linger.ms", "0");
             } else {
                 rdmaProps.put("rdma.exporter.port", Integer.toString(port));
             }
@@ -189,15 +196,14 @@ class KafkaExporterProcessBenchmark {
                     read(reader, rdmaProps, topic, false);
                     read(reader, rdmaProps, topic, true);
                 }
-                List<Run> plain = new ArrayList<>();
-                List<Run> rdma = new ArrayList<>();
-                for (int i = 0; i < ROUNDS; i++) {
-                    boolean rdmaFirst = i % 2 == 1;
-                    for (boolean useRdma : rdmaFirst ? new boolean[] {true, false} : new boolean[] {false, true}) {
-                        (useRdma ? rdma : plain).add(read(reader, rdmaProps, topic, useRdma));
-                    }
+                if (secured) {
+                    rounds(label + ", " + topic + ", each RDMA consumer creating a token (as the first of a process does)",
+                            reader, rdmaProps, topic);
+                    rounds(label + ", " + topic + ", each RDMA consumer proving the token its process's consumers share",
+                            reader, sharingProps, topic);
+                } else {
+                    rounds(label + ", " + topic, reader, rdmaProps, topic);
                 }
-                report(label + ", " + topic, plain, rdma);
             }
         } finally {
             for (Process e : exporters) {
@@ -212,6 +218,19 @@ class KafkaExporterProcessBenchmark {
         System.out.printf("load average (1 min) after the %s runs: %.2f on %d cores%n", label,
                 java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage(),
                 Runtime.getRuntime().availableProcessors());
+    }
+
+    /** Rounds alternating a plain KafkaConsumer and an RDMA consumer with {@code rdmaProps}, each round starting with the other. */
+    private static void rounds(String label, Map<String, Object> reader, Map<String, Object> rdmaProps, String topic) {
+        List<Run> plain = new ArrayList<>();
+        List<Run> rdma = new ArrayList<>();
+        for (int i = 0; i < ROUNDS; i++) {
+            boolean rdmaFirst = i % 2 == 1;
+            for (boolean useRdma : rdmaFirst ? new boolean[] {true, false} : new boolean[] {false, true}) {
+                (useRdma ? rdma : plain).add(read(reader, rdmaProps, topic, useRdma));
+            }
+        }
+        report(label, plain, rdma);
     }
 
     private static Consumer<byte[], byte[]> consumer(Map<String, Object> reader, Map<String, Object> rdmaProps, boolean rdma) {
