@@ -15,8 +15,9 @@ import java.util.Map;
 
 /**
  * The RDMA share of one poll: the partitions RDMA serves are fetched in turn, each up to what
- * {@code max.poll.records} leaves after the records before it, their positions moved on, and their records merged
- * with those the internal consumer's poll returned. Used by the polling thread only.
+ * {@code max.poll.records} leaves after the records before it (and, once records are in hand, for a short while
+ * only), their positions moved on, and their records merged with those the internal consumer's poll returned. Used by
+ * the polling thread only.
  */
 final class PollMerge<K, V> {
 
@@ -26,6 +27,12 @@ final class PollMerge<K, V> {
      * KafkaConsumer does. Asked once of Kafka's public API, since the two lines cannot be told apart otherwise.
      */
     private static final boolean CLIENTS_HAVE_NEXT_OFFSETS = hasMethod(ConsumerRecords.class, "nextOffsets");
+    /**
+     * Once a poll holds records, it starts no further partition's fetch after this long: a fetch that waits for the
+     * exporter (a new consumer's lookups, bytes not read ahead yet) would hold back the records in hand, where
+     * KafkaConsumer returns what its completed fetches hold. The next poll starts with the next partition in turn.
+     */
+    private static final long HOLD_RECORDS_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(2);
 
     private final RdmaFetcher fetcher;
     private final ServedPartitions served;
@@ -66,11 +73,12 @@ final class PollMerge<K, V> {
             merged.put(tp, fromKafka.records(tp));
         }
         int budget = maxPollRecords - fromKafka.count();
+        long started = System.nanoTime();
         List<TopicPartition> turn = served.inTurn();
         fetcher.connectAhead(turn);
         boolean lookedAhead = false;
         for (TopicPartition tp : turn) {
-            if (budget <= 0) {
+            if (budget <= 0 || !merged.isEmpty() && System.nanoTime() - started > HOLD_RECORDS_NANOS) {
                 break;
             }
             if (merged.containsKey(tp)) {
