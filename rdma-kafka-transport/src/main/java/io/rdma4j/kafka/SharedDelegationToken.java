@@ -127,13 +127,6 @@ final class SharedDelegationToken {
         return out;
     }
 
-    /** Tokens in use or lingering in this JVM (tests). */
-    static int inUse() {
-        synchronized (IN_USE) {
-            return IN_USE.size();
-        }
-    }
-
     /** The token to prove now, created or replaced as needed; null while none can be created (logged). Setup threads. */
     synchronized DelegationToken current() {
         synchronized (IN_USE) {
