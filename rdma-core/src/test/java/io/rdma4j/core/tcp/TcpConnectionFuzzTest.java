@@ -24,6 +24,7 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Handler;
@@ -80,8 +81,8 @@ class TcpConnectionFuzzTest {
                      .providerOption("tcp.handshake-timeout", "2s").build())) {
             MemorySegment rw = guarded(arena);
             MemorySegment ro = guarded(arena);
-            RegisteredRegion writable = server.register(rw.asSlice(REGION, REGION), Access.remoteReadWrite());
-            RegisteredRegion readOnly = server.register(ro.asSlice(REGION, REGION), Access.remoteRead());
+            RegisteredRegion writable = withoutCanaryInKey(server, rw.asSlice(REGION, REGION), Access.remoteReadWrite());
+            RegisteredRegion readOnly = withoutCanaryInKey(server, ro.asSlice(REGION, REGION), Access.remoteRead());
             regionAddress = writable.descriptor().address();
             regionKey = writable.descriptor().key();
             readOnlyAddress = readOnly.descriptor().address();
@@ -140,14 +141,40 @@ class TcpConnectionFuzzTest {
         }
     }
 
-    /** Three pages of canary; the middle one is registered and filled with bytes the fuzzer may also send. */
+    /**
+     * Three pages of canary; the middle one is registered and filled with bytes the fuzzer may also send. The fuzzer
+     * turns every canary byte it would send into another, so the address's bytes above the page offset hold none:
+     * else every request meant to be valid would name another address (a key holding one is registered again).
+     */
     private static MemorySegment guarded(Arena arena) {
         MemorySegment s = arena.allocate(3 * REGION, 4096);
+        while (hasCanaryByte((s.address() + REGION) >>> 16) || hasCanaryByte((s.address() + 2 * REGION - 1) >>> 16)) {
+            s = arena.allocate(3 * REGION, 4096);
+        }
         s.fill(CANARY);
         for (int i = 0; i < REGION; i++) {
             s.set(ValueLayout.JAVA_BYTE, REGION + i, safe(i));
         }
         return s;
+    }
+
+    /** Registers {@code memory}, again until its key holds no canary byte (see {@link #guarded}). */
+    private static RegisteredRegion withoutCanaryInKey(RdmaTransport server, MemorySegment memory, Set<Access> access) {
+        RegisteredRegion r = server.register(memory, access);
+        while (hasCanaryByte(r.descriptor().key())) {
+            r.close();
+            r = server.register(memory, access);
+        }
+        return r;
+    }
+
+    private static boolean hasCanaryByte(long value) {
+        for (int i = 0; i < Long.BYTES; i++) {
+            if ((byte) (value >>> (8 * i)) == CANARY) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static byte safe(int i) {
