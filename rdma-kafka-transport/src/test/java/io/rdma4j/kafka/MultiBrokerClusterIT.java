@@ -114,6 +114,10 @@ class MultiBrokerClusterIT {
                 // the first half perhaps through Kafka while the consumer learns the new leaders, the second by RDMA
                 // from the new leaders' exporters.
                 KafkaBrokerProcess killed = cluster.get(KILLED - 1);
+                // Both replicas in sync first: a follower fenced meanwhile (a heartbeat late on a loaded machine, with
+                // the 4 s session here) leaves the ISR, and a partition whose only in-sync replica is killed has no
+                // leader to fail over to until the broker is back (a produce then timed out after 120 s).
+                awaitInSync(admin, topic, assignment);
                 killed.kill();
                 log(started, "killed broker " + KILLED);
                 produce(cluster, topic, PER_PHASE, PER_PHASE / 2);
