@@ -52,9 +52,10 @@ final class RecordConversion {
                 cause);
     }
 
+    /** The bytes of {@code b}, left as it is: an absolute get, where a duplicate would be one more buffer per field. */
     private static byte[] toArray(ByteBuffer b) {
         byte[] out = new byte[b.remaining()];
-        b.duplicate().get(out);
+        b.get(b.position(), out);
         return out;
     }
 }
