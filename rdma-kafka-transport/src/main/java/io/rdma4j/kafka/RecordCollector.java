@@ -90,6 +90,7 @@ final class RecordCollector implements AutoCloseable {
                         out.add(record);
                         next = r.offset() + 1;
                     }
+                    decoded.converted(i); // every record of it used: nothing reads its inflated bytes any more
                 }
                 next = Math.max(next, batch.nextOffset());
                 pos += batch.sizeInBytes();

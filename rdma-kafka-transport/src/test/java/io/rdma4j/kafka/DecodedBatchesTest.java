@@ -1,5 +1,6 @@
 package io.rdma4j.kafka;
 
+import io.rdma4j.kafka.protocol.InflateArrays;
 import io.rdma4j.kafka.protocol.TestBatches;
 import org.apache.kafka.common.errors.CorruptRecordException;
 import org.apache.kafka.common.utils.BufferSupplier;
@@ -47,6 +48,31 @@ class DecodedBatchesTest {
         assertThatThrownBy(() -> asked.records(1, BufferSupplier.create())).as("records before a check")
                 .isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(() -> asked.ensureValid(1)).isInstanceOf(CorruptRecordException.class);
+    }
+
+    /**
+     * Once its records are converted, a compressed batch's array goes back to the pool, where a later batch may
+     * overwrite it; asked for again, the batch is inflated again. An uncompressed batch, read in place, gives nothing.
+     */
+    @Test
+    void aConvertedBatchGivesItsArrayBackAndInflatesAgainIfAskedAgain() {
+        InflateArrays arrays = new InflateArrays(1 << 20);
+        ByteBuffer lz4 = TestBatches.compressed(3, TestBatches.record(0, null, "v0".getBytes(StandardCharsets.UTF_8)),
+                TestBatches.record(1, null, "v1".getBytes(StandardCharsets.UTF_8)));
+        DecodedBatches d = DecodedBatches.decode(MemorySegment.ofBuffer(TestBatches.concat(lz4, SECOND)), BufferSupplier.create(), arrays);
+        d.ensureValid(0);
+        assertThat(d.records(0, BufferSupplier.create())).extracting(r -> value(r.value())).containsExactly("v0", "v1");
+        d.converted(0);
+        assertThat(arrays.pooledBytes()).as("given back").isPositive();
+        byte[] reused = arrays.take(1);
+        java.util.Arrays.fill(reused, (byte) 'x'); // a later batch's bytes
+        arrays.giveBack(reused);
+        assertThat(d.records(0, BufferSupplier.create())).as("inflated again").extracting(r -> value(r.value()))
+                .containsExactly("v0", "v1");
+        d.ensureValid(1);
+        d.records(1, BufferSupplier.create());
+        d.converted(1);
+        assertThat(arrays.pooledBytes()).as("nothing from an uncompressed batch").isZero();
     }
 
     private static String value(ByteBuffer b) {

@@ -107,10 +107,20 @@ public final class RecordBatchParser {
          * supplier (one per thread, as it is not thread-safe) saves allocating e.g. lz4's 64 KiB block buffer per batch.
          */
         public List<ParsedRecord> records(BufferSupplier decompressionBuffers) {
+            return records(decompressionBuffers, InflateArrays.NONE).records();
+        }
+
+        /**
+         * As {@link #records(BufferSupplier)}, a compressed batch inflated into an array of {@code arrays}, which the
+         * result names so that the caller can give it back once it has used the records.
+         */
+        public Parsed records(BufferSupplier decompressionBuffers, InflateArrays arrays) {
             ByteBuffer records = bytes.duplicate().position(BatchLayout.RECORDS).slice().order(ByteOrder.BIG_ENDIAN);
             int codec = attributes() & 0x07;
+            byte[] inflatedInto = null;
             if (codec != 0) {
-                records = inflate(codec, records, decompressionBuffers);
+                records = inflate(codec, records, decompressionBuffers, arrays);
+                inflatedInto = records.array();
             }
             int count = recordCount();
             // a record takes at least MIN_RECORD_BYTES: a count beyond what the bytes can hold sizes nothing
@@ -127,7 +137,7 @@ public final class RecordBatchParser {
             } catch (RuntimeException e) {
                 throw new CorruptRecordException("malformed record in the batch at offset " + baseOffset() + ": " + e);
             }
-            return out;
+            return new Parsed(out, inflatedInto);
         }
 
         private ParsedRecord readRecord(ByteBuffer in, long logAppendTime) {
@@ -179,7 +189,7 @@ public final class RecordBatchParser {
             return s;
         }
 
-        private ByteBuffer inflate(int codec, ByteBuffer compressed, BufferSupplier decompressionBuffers) {
+        private ByteBuffer inflate(int codec, ByteBuffer compressed, BufferSupplier decompressionBuffers, InflateArrays arrays) {
             Compression compression = switch (codec) {
                 case 1 -> Compression.gzip().build();
                 case 2 -> Compression.snappy().build();
@@ -188,7 +198,7 @@ public final class RecordBatchParser {
                 default -> throw new CorruptRecordException("unknown compression codec " + codec + " in batch at offset " + baseOffset());
             };
             try (InputStream in = compression.wrapForInput(compressed, (byte) 2, decompressionBuffers)) {
-                return readFully(in, compressed.remaining());
+                return readFully(in, compressed.remaining(), arrays);
             } catch (IOException | RuntimeException e) {
                 throw new CorruptRecordException("cannot decompress the batch at offset " + baseOffset() + ": " + e);
             }
@@ -196,18 +206,21 @@ public final class RecordBatchParser {
     }
 
     /**
-     * All of {@code in} in one array grown by doubling, sized first for a few times the compressed bytes:
-     * {@code readAllBytes} collects 16 KiB chunks and then copies them into a further array.
+     * All of {@code in} in one array of {@code arrays}, at least a few times the compressed bytes, grown by doubling
+     * (the outgrown one given back): {@code readAllBytes} collects 16 KiB chunks and then copies them into a further
+     * array. The buffer returned ends at the last byte inflated.
      */
-    private static ByteBuffer readFully(InputStream in, int compressedBytes) throws IOException {
-        byte[] out = new byte[(int) Math.min(Math.max(4096L, 4L * compressedBytes), INFLATE_FIRST_GUESS_MAX)];
+    private static ByteBuffer readFully(InputStream in, int compressedBytes, InflateArrays arrays) throws IOException {
+        byte[] out = arrays.take((int) Math.min(Math.max(4096L, 4L * compressedBytes), INFLATE_FIRST_GUESS_MAX));
         int n = 0;
         while (true) {
             if (n == out.length) {
                 if (out.length >= MAX_ARRAY) {
                     throw new IOException("a batch inflates to more than " + MAX_ARRAY + " bytes");
                 }
+                byte[] outgrown = out;
                 out = Arrays.copyOf(out, (int) Math.min(2L * out.length, MAX_ARRAY));
+                arrays.giveBack(outgrown);
             }
             int read = in.read(out, n, out.length - n);
             if (read < 0) {
@@ -220,6 +233,13 @@ public final class RecordBatchParser {
     /** The largest first guess: a tiny batch claiming huge ratios grows the array rather than allocating it up front. */
     private static final int INFLATE_FIRST_GUESS_MAX = 8 << 20;
     private static final int MAX_ARRAY = Integer.MAX_VALUE - 8;
+
+    /**
+     * The records of one batch, and the array of {@link InflateArrays} they were inflated into (null for an uncompressed
+     * batch, read in place), to give back once nothing reads them.
+     */
+    public record Parsed(List<ParsedRecord> records, byte[] inflatedInto) {
+    }
 
     /** One record; key and value are views (of the registered buffer when uncompressed), null when absent. */
     public record ParsedRecord(long offset, long timestamp, ByteBuffer key, ByteBuffer value, Header[] headers) {

@@ -1,8 +1,13 @@
 package io.rdma4j.kafka.protocol;
 
+import org.apache.kafka.common.compress.Compression;
+import org.apache.kafka.common.utils.ByteBufferOutputStream;
 import org.apache.kafka.common.utils.ByteUtils;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.zip.CRC32C;
@@ -38,6 +43,32 @@ public final class TestBatches {
             records.writeBytes(record(i, null, ("v" + (baseOffset + i)).getBytes(StandardCharsets.UTF_8)));
         }
         return batch(baseOffset, transactional ? TRANSACTIONAL : 0, producerId, count - 1, count, records.toByteArray());
+    }
+
+    /**
+     * A batch at offset 0 of the records {@code records} (each from {@link #record}, and counted as one record each)
+     * compressed with {@code codec}, the codec bits of a batch's attributes: 1 gzip, 2 snappy, 3 lz4, 4 zstd.
+     */
+    public static ByteBuffer compressed(int codec, byte[]... records) {
+        Compression compression = switch (codec) {
+            case 1 -> Compression.gzip().build();
+            case 2 -> Compression.snappy().build();
+            case 3 -> Compression.lz4().build();
+            case 4 -> Compression.zstd().build();
+            default -> throw new IllegalArgumentException("codec " + codec);
+        };
+        ByteBufferOutputStream compressed = new ByteBufferOutputStream(1024);
+        try (OutputStream out = compression.wrapForOutput(compressed, (byte) 2)) {
+            for (byte[] r : records) {
+                out.write(r);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        ByteBuffer c = compressed.buffer().flip();
+        byte[] bytes = new byte[c.remaining()];
+        c.get(bytes);
+        return batch(0, codec, NO_PRODUCER, records.length - 1, records.length, bytes);
     }
 
     /** A transaction marker (control batch of one record) of {@code producerId}: abort or commit. */
