@@ -64,15 +64,18 @@ class KafkaExporterProcessBenchmark {
     static final int ROUNDS = Integer.getInteger("bench.rounds", 7);
     /**
      * Reads by each path before the measured rounds: the brokers (in this JVM) and the exporter processes run long in
-     * production, and their code paths are compiled; with one read each, the rounds were still getting faster.
+     * production, and their code paths are compiled. After three reads each, the JIT compilers still took 80–170 ms of
+     * this JVM's CPU and 30–80 ms of the exporters' in a measured read of ~150 ms on 2 cores; after twelve, 20–70 ms
+     * and up to 30 ms (the CPU by thread printed with each result shows it).
      */
-    static final int WARM_UP_READS = Integer.getInteger("bench.warmup", 3);
+    static final int WARM_UP_READS = Integer.getInteger("bench.warmup", 12);
 
     /**
      * One read by a new consumer: bytes, and nanoseconds from construction to the first record, first RDMA record, last
      * record; for the RDMA consumer its fallback reasons (a new one reads through Kafka while it connects).
      */
-    record Run(long bytes, long firstNanos, long firstRdmaNanos, long totalNanos, long rdmaRecords, java.util.Set<String> fallbacks) {
+    record Run(long bytes, long firstNanos, long firstRdmaNanos, long totalNanos, long rdmaRecords, java.util.Set<String> fallbacks,
+               long jvmCpuNanos, long exporterCpuNanos, Map<String, Long> cpuByThread, Map<String, Long> exporterCpuByThread) {
         double mbPerSec() {
             return bytes / 1e6 / (totalNanos / 1e9);
         }
@@ -117,6 +120,19 @@ class KafkaExporterProcessBenchmark {
         }
     }
 
+    /** The exporter processes of the cluster under test, whose CPU time each read reports. */
+    private static volatile List<Process> EXPORTERS = List.of();
+    private static final com.sun.management.OperatingSystemMXBean OS =
+            (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+
+    private static long exporterCpuNanos() {
+        return EXPORTERS.stream().mapToLong(p -> p.info().totalCpuDuration().map(Duration::toNanos).orElse(0L)).sum();
+    }
+
+    private static List<Long> exporterPids() {
+        return EXPORTERS.stream().map(Process::pid).toList();
+    }
+
     private static final List<String> HOSTS = IntStream.rangeClosed(1, BROKERS).mapToObj(n -> "127.0.0." + n).toList();
     private static final List<String> TOPICS = List.of("procs-uncompressed", "procs-lz4");
 
@@ -131,6 +147,7 @@ class KafkaExporterProcessBenchmark {
         Path logs = Path.of("target", "exporter-processes", secured ? "secured" : "plain").toAbsolutePath();
         Files.createDirectories(logs);
         List<Process> exporters = new ArrayList<>();
+        EXPORTERS = exporters;
         try (Admin admin = Admin.create(adminClient)) {
             Map<Integer, Integer> brokerPorts = new TreeMap<>();
             admin.describeCluster().nodes().get().forEach(n -> brokerPorts.put(n.id(), n.port()));
@@ -142,7 +159,13 @@ class KafkaExporterProcessBenchmark {
                 Path log = logs.resolve("exporter-" + b + ".log");
                 Files.deleteIfExists(log);
                 List<String> command = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                        "--enable-native-access=ALL-UNNAMED", "-jar", jar.toString()));
+                        "--enable-native-access=ALL-UNNAMED"));
+                // e.g. -Dbench.exporter.jvmArgs=-XX:StartFlightRecording=filename=/tmp/exporter.jfr to profile them
+                String jvmArgs = System.getProperty("bench.exporter.jvmArgs", "").strip();
+                if (!jvmArgs.isEmpty()) {
+                    command.addAll(List.of(jvmArgs.replace("{n}", Integer.toString(b)).split("\\s+")));
+                }
+                command.addAll(List.of("-jar", jar.toString()));
                 Map<String, Object> props;
                 if (secured) {
                     int brokerPort = brokerPorts.get(ids.get(b));
@@ -156,7 +179,11 @@ class KafkaExporterProcessBenchmark {
                     props = cluster.exporterProps(ids.get(b), HOSTS.get(b) + ":" + port);
                     listening.add(HOSTS.get(b) + ":" + port);
                 }
-                props.put("rdma.exporter.watermark.interval.ms", System.getProperty("bench.watermark.interval.ms", "5"));
+                // The exporter's default unless set: at 5 ms, the three exporters' refreshes alone took a quarter to half of a core.
+                String interval = System.getProperty("bench.watermark.interval.ms");
+                if (interval != null) {
+                    props.put("rdma.exporter.watermark.interval.ms", interval);
+                }
                 props.forEach((k, v) -> command.add(k + "=" + v));
                 exporters.add(new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start());
             }
@@ -241,12 +268,20 @@ class KafkaExporterProcessBenchmark {
         if (rdma) {
             c.put("rdma.provider", "tcp");
             c.put("rdma.fetch.poll.interval.ms", "1");
+            String decodeAhead = System.getProperty("bench.decodeAhead"); // unset: the consumer's default
+            if (decodeAhead != null) {
+                c.put("rdma.fetch.decode.ahead", decodeAhead);
+            }
         }
         return RdmaConsumerFactory.create(c, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 
     /** A new consumer reads the whole topic; the clock starts before its construction. */
     static Run read(Map<String, Object> reader, Map<String, Object> rdmaProps, String topic, boolean rdma) {
+        long jvmCpu0 = OS.getProcessCpuTime();
+        long exporterCpu0 = exporterCpuNanos();
+        ThreadCpu threads0 = ThreadCpu.now();
+        Map<String, Long> exporterThreads0 = ThreadCpu.ofProcesses(exporterPids());
         long t0 = System.nanoTime();
         try (Consumer<byte[], byte[]> c = consumer(reader, rdmaProps, rdma)) {
             List<TopicPartition> tps = IntStream.range(0, PARTITIONS).mapToObj(i -> new TopicPartition(topic, i)).toList();
@@ -276,7 +311,9 @@ class KafkaExporterProcessBenchmark {
             if (rdma) {
                 assertThat(c).isInstanceOf(RdmaKafkaConsumer.class);
             }
-            return new Run(bytes, first, firstRdma, total, byRdma, KafkaFixtures.fallbacks(c).keySet());
+            return new Run(bytes, first, firstRdma, total, byRdma, KafkaFixtures.fallbacks(c).keySet(),
+                    OS.getProcessCpuTime() - jvmCpu0, exporterCpuNanos() - exporterCpu0, threads0.byNameSince(),
+                    ThreadCpu.since(exporterThreads0, ThreadCpu.ofProcesses(exporterPids())));
         }
     }
 
@@ -289,13 +326,15 @@ class KafkaExporterProcessBenchmark {
                 .sorted(Map.Entry.comparingByKey()).toList()) {
             Run m = median(e.getValue());
             System.out.printf("  %-20s %7.1f MB/s incl. start (rounds %s); first record after %5.0f ms%s; after the first record %7.1f MB/s; "
-                            + "total %5.0f ms%s%n",
+                            + "total %5.0f ms; CPU %4.0f ms in this JVM (brokers, consumer), %4.0f ms in the exporter processes%s%n",
                     e.getKey(), m.mbPerSec(), e.getValue().stream().map(x -> String.format("%.0f", x.mbPerSec())).toList(),
                     m.firstNanos() / 1e6,
                     m.firstRdmaNanos() >= 0 ? String.format(", first record by RDMA after %5.0f ms", m.firstRdmaNanos() / 1e6) : "",
-                    m.afterFirstMbPerSec(), m.totalNanos() / 1e6,
+                    m.afterFirstMbPerSec(), m.totalNanos() / 1e6, m.jvmCpuNanos() / 1e6, m.exporterCpuNanos() / 1e6,
                     e.getValue() == rdma ? String.format("; %d of %d records by RDMA (the rest through Kafka while it connected)",
                             m.rdmaRecords(), RECORDS) : "");
+            System.out.printf("    CPU ms by thread in that read, this JVM: %s; exporters: %s%n", ThreadCpu.top(m.cpuByThread(), 8),
+                    ThreadCpu.top(m.exporterCpuByThread(), 6));
         }
         System.out.printf("  ratios rdma / plain: throughput incl. start %.2fx; after the first record %.2fx; time to first record %.2fx%n",
                 r.mbPerSec() / p.mbPerSec(), r.afterFirstMbPerSec() / p.afterFirstMbPerSec(), (double) r.firstNanos() / p.firstNanos());

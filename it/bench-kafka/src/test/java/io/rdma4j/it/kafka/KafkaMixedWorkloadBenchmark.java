@@ -35,6 +35,11 @@ class KafkaMixedWorkloadBenchmark {
 
     static final int RECORDS = Integer.getInteger("bench.mixed.records", 100_000);
     static final int ROUNDS = Integer.getInteger("bench.rounds", 5);
+    /**
+     * Reads of each topic by each variant before the measured rounds, while the JIT compiles their paths: after one,
+     * the JIT compilers still took 100–250 ms of a round's CPU (about half a round's wall time on 2 cores).
+     */
+    static final int WARM_UP_READS = Integer.getInteger("bench.warmup", 5);
     static final int PARTITIONS = 6;
     static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
     static final com.sun.management.OperatingSystemMXBean OS =
@@ -43,8 +48,8 @@ class KafkaMixedWorkloadBenchmark {
     /** The consumers compared: plain KafkaConsumer, and the RDMA consumer decoding ahead or only on the polling thread. */
     enum Variant {
         PLAIN("plain KafkaConsumer", false, Map.of()),
-        RDMA("RDMA (tcp provider)", true, Map.of()),
-        RDMA_POLL_THREAD("RDMA, decoding on poll thread", true, Map.of("rdma.fetch.decode.ahead", "false"));
+        RDMA("RDMA (tcp), decoding ahead", true, Map.of("rdma.fetch.decode.ahead", "true")),
+        RDMA_POLL_THREAD("RDMA (tcp), decoding on poll", true, Map.of("rdma.fetch.decode.ahead", "false"));
 
         final String label;
         final boolean rdma;
@@ -77,8 +82,12 @@ class KafkaMixedWorkloadBenchmark {
             Variant[] variants = Variant.values();
             for (String topic : topics) {
                 Map<Variant, List<Round>> rounds = new java.util.EnumMap<>(Variant.class);
+                for (int w = 0; w < WARM_UP_READS; w++) {
+                    for (Variant v : variants) {
+                        read(broker, topic, v); // warm-up of every path on this topic
+                    }
+                }
                 for (Variant v : variants) {
-                    read(broker, topic, v); // warm-up of every path on this topic
                     rounds.put(v, new ArrayList<>());
                 }
                 for (int i = 0; i < ROUNDS; i++) {
@@ -126,7 +135,7 @@ class KafkaMixedWorkloadBenchmark {
                         r.mbPerSec() / p.mbPerSec(), r.threadCpuMsPerMb() / p.threadCpuMsPerMb(), r.processCpuMsPerMb() / p.processCpuMsPerMb());
             }
         });
-        rounds.forEach((v, list) -> System.out.printf("  CPU ms by thread in the median round, %s: %s%n", v.label, top(median(list).cpuByThread())));
+        rounds.forEach((v, list) -> System.out.printf("  CPU ms by thread in the median round, %s: %s%n", v.label, ThreadCpu.top(median(list).cpuByThread())));
     }
 
     private static Round median(List<Round> rounds) {
@@ -138,11 +147,6 @@ class KafkaMixedWorkloadBenchmark {
         return rounds.stream().map(r -> String.format("%.0f", r.mbPerSec())).toList().toString();
     }
 
-    private static String top(Map<String, Long> cpu) {
-        return cpu.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(6)
-                .map(e -> e.getKey() + " " + e.getValue() / 1_000_000).toList().toString();
-    }
-
     private static Round read(BenchBroker broker, String topic, Variant variant) {
         return read(broker, topic, variant, PARTITIONS, RECORDS);
     }
@@ -150,13 +154,13 @@ class KafkaMixedWorkloadBenchmark {
     /** One read of {@code records} records of a topic of {@code partitions} partitions. */
     static Round read(BenchBroker broker, String topic, Variant variant, int partitions, int records) {
         try (Consumer<byte[], byte[]> c = broker.consumer(variant.rdma, variant.properties)) {
-            Map<Long, Long> threads0 = threadCpu();
+            ThreadCpu threads0 = ThreadCpu.now();
             long cpu0 = THREADS.getCurrentThreadCpuTime();
             long proc0 = OS.getProcessCpuTime();
             MixedWorkload.Read read = MixedWorkload.readAll(c, topic, partitions, records, Duration.ofMinutes(5));
             double threadMs = (THREADS.getCurrentThreadCpuTime() - cpu0) / 1e6;
             double procMs = (OS.getProcessCpuTime() - proc0) / 1e6;
-            Map<String, Long> byThread = cpuByThreadName(threads0, threadCpu());
+            Map<String, Long> byThread = threads0.byNameSince();
             double mb = read.bytes() / 1e6;
             if (c instanceof RdmaKafkaConsumer<byte[], byte[]> r) {
                 assertThat(KafkaFixtures.rdmaRecords(r)).as("records read by RDMA").isPositive();
@@ -166,24 +170,5 @@ class KafkaMixedWorkloadBenchmark {
             }
             return new Round(read.mbPerSec(), threadMs / mb, procMs / mb, mb, byThread);
         }
-    }
-
-    private static Map<Long, Long> threadCpu() {
-        Map<Long, Long> cpu = new HashMap<>();
-        for (long id : THREADS.getAllThreadIds()) {
-            cpu.put(id, THREADS.getThreadCpuTime(id));
-        }
-        return cpu;
-    }
-
-    private static Map<String, Long> cpuByThreadName(Map<Long, Long> before, Map<Long, Long> after) {
-        Map<String, Long> out = new HashMap<>();
-        after.forEach((id, ns) -> {
-            var info = THREADS.getThreadInfo(id);
-            if (info != null && ns >= 0) {
-                out.merge(info.getThreadName().replaceAll("\\d+", "#"), ns - before.getOrDefault(id, 0L), Long::sum);
-            }
-        });
-        return out;
     }
 }
