@@ -45,6 +45,8 @@ public final class MixedWorkload {
         byte[] corpus = corpus(random, 128 * 1024);
         byte[][] headerValues = {"application/json".getBytes(StandardCharsets.UTF_8), "checkout-service".getBytes(StandardCharsets.UTF_8)};
         long bytes = 0;
+        java.util.concurrent.atomic.AtomicInteger failed = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicReference<Exception> firstFailure = new java.util.concurrent.atomic.AtomicReference<>();
         Map<String, Object> props = new HashMap<>(Map.of("bootstrap.servers", bootstrap, "linger.ms", "10",
                 "batch.size", "131072", "compression.type", codec,
                 "key.serializer", ByteArraySerializer.class, "value.serializer", ByteArraySerializer.class));
@@ -66,10 +68,20 @@ public final class MixedWorkload {
                 if (extra == 2) {
                     headers.add(new RecordHeader("source", headerValues[1]));
                 }
-                p.send(new ProducerRecord<>(topic, null, key, value, headers));
+                p.send(new ProducerRecord<>(topic, null, key, value, headers), (meta, e) -> {
+                    if (e != null) {
+                        failed.incrementAndGet();
+                        firstFailure.compareAndSet(null, e);
+                    }
+                });
                 bytes += key.length + value.length;
             }
             p.flush();
+        }
+        if (failed.get() > 0) {
+            // A reader would wait for records that never came: say so now, with the producer's reason.
+            throw new IllegalStateException(failed.get() + " of " + records + " records were not written to " + topic
+                    + " (the broker too slow for the producer's delivery timeout?)", firstFailure.get());
         }
         return bytes;
     }
