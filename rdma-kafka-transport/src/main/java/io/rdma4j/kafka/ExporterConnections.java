@@ -128,6 +128,11 @@ final class ExporterConnections implements AutoCloseable {
         return (open.containsKey(exporter) ? "proving the delegation token to " : "connecting to ") + exporter;
     }
 
+    /** Whether a connection (a connect, a proof) is being set up now, to any exporter. */
+    boolean settingUp() {
+        return pending.values().stream().anyMatch(f -> !f.isDone());
+    }
+
     /** What {@code exporter}'s connection waits for (a connect, a proof); null when nothing is under way. */
     CompletableFuture<?> settling(InetSocketAddress exporter) {
         return pending.get(exporter);

@@ -79,6 +79,11 @@ final class RdmaFetcher implements AutoCloseable {
         return reads.pool();
     }
 
+    /** Whether a connection to an exporter (a connect, a proof) is being set up now. */
+    boolean settingUp() {
+        return connections.settingUp();
+    }
+
     /** Bytes held read ahead or left over, across partitions. */
     long bytesAhead() {
         return reads.bytesAhead();

@@ -163,6 +163,11 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         return rdmaMetrics.total("crc-failures-total");
     }
 
+    /** Whether a connection to an exporter (a connect, a proof) is being set up now; for the polling thread. */
+    boolean settingUpExporters() {
+        return fetcher != null && fetcher.settingUp();
+    }
+
     /** Bytes the RDMA fetcher holds read ahead or left over now, across partitions: at most {@code fetch.max.bytes}. */
     long fetchBytesAhead() {
         return fetcher == null ? 0 : fetcher.bytesAhead();
