@@ -21,10 +21,14 @@ final class ThreadCpu {
 
     /** CPU ns by Java thread id. */
     private final Map<Long, Long> javaThreads;
-    /** CPU ns by Linux task id, of the JVM's own threads. */
-    private final Map<Long, Long> jvmThreads;
+    /** One of the JVM's own threads: its kind (label) and CPU ns. */
+    private record JvmThread(String kind, long cpuNanos) {
+    }
 
-    private ThreadCpu(Map<Long, Long> javaThreads, Map<Long, Long> jvmThreads) {
+    /** By Linux task id, the JVM's own threads. */
+    private final Map<Long, JvmThread> jvmThreads;
+
+    private ThreadCpu(Map<Long, Long> javaThreads, Map<Long, JvmThread> jvmThreads) {
         this.javaThreads = javaThreads;
         this.jvmThreads = jvmThreads;
     }
@@ -47,7 +51,10 @@ final class ThreadCpu {
                 out.merge(info.getThreadName().replaceAll("\\d+", "#"), ns - javaThreads.getOrDefault(id, 0L), Long::sum);
             }
         });
-        after.jvmThreads.forEach((tid, ns) -> out.merge(kind(comm(tid)), ns - jvmThreads.getOrDefault(tid, 0L), Long::sum));
+        after.jvmThreads.forEach((tid, t) -> {
+            JvmThread before = jvmThreads.get(tid);
+            out.merge(t.kind(), t.cpuNanos() - (before == null ? 0 : before.cpuNanos()), Long::sum);
+        });
         return out;
     }
 
@@ -92,8 +99,8 @@ final class ThreadCpu {
         return top(cpu, 6);
     }
 
-    private static Map<Long, Long> jvmThreads() {
-        Map<Long, Long> out = new HashMap<>();
+    private static Map<Long, JvmThread> jvmThreads() {
+        Map<Long, JvmThread> out = new HashMap<>();
         Path tasks = Path.of("/proc/self/task");
         if (!Files.isDirectory(tasks)) {
             return out;
@@ -101,9 +108,10 @@ final class ThreadCpu {
         try (Stream<Path> list = Files.list(tasks)) {
             list.forEach(task -> {
                 long tid = Long.parseLong(task.getFileName().toString());
-                if (kind(comm(tid)) != null) {
+                String kind = kind(comm(tid));
+                if (kind != null) {
                     try {
-                        out.put(tid, Long.parseLong(Files.readString(task.resolve("schedstat")).strip().split(" ")[0]));
+                        out.put(tid, new JvmThread(kind, Long.parseLong(Files.readString(task.resolve("schedstat")).strip().split(" ")[0])));
                     } catch (IOException | RuntimeException ended) {
                         // the thread ended between the listing and the read
                     }
