@@ -8,103 +8,270 @@ import io.rdma4j.core.RdmaConnection;
 import java.io.EOFException;
 import java.nio.ByteBuffer;
 import java.nio.channels.WritableByteChannel;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Turns a channel's flushed writes into rdma4j messages while its send window has room: a buffer goes as it is
- * ({@code sendInPlace}, the buffer retained until rdma4j is done with it; the messages of one flush written together),
- * one larger than a message as several, small
+ * ({@code sendInPlace}; the messages of one flush written together), one larger than a message as several, small
  * buffers flushed together as one (copied into the loop's gather buffer, which {@code send} copies again before it
- * returns), a file region as copies of its bytes. Write promises complete as the bytes are
- * handed over, as a socket's do when the kernel has taken them.
+ * returns), a file region as copies of its bytes.
+ * <p>
+ * A write's promise completes once rdma4j no longer reads its bytes, as a socket channel's does once the kernel has
+ * copied them: at once for what was copied, when the send completes for a buffer sent in place, whose bytes the NIC
+ * or the provider still reads until then. So bytes handed over in place stay in Netty's outbound buffer (which
+ * completes promises as it removes bytes) until their send completes, and the next write starts after them.
+ * Outbound bytes are removed in order, so what was copied behind a send in place waits for it too.
+ * Loop thread only, except where said.
  */
 final class MessageWriter {
 
-    private MessageWriter() {
+    /** At most this many buffers copied into one message, as a gathering write takes at most {@code IOV_MAX}. */
+    private static final int MAX_GATHERED = 1024;
+    /** Flushed messages already handed over that a write steps past before it waits for sends to complete. */
+    private static final int MAX_HANDED_OVER_MESSAGES = 4096;
+
+    private final RdmaSocketChannel channel;
+    private final RdmaConnection connection;
+    private final SendWindow window;
+    private final int maxMessageSize;
+    /** What was handed over and is still in the outbound buffer, oldest first. */
+    private final ArrayDeque<HandedOver> handedOver = new ArrayDeque<>();
+    /** The bytes of {@link #handedOver}'s buffers, and how many of its file regions are fully handed over. */
+    private long handedOverBytes;
+    private int handedOverRegions;
+    /** The loop's thread while it is in {@link #write}. */
+    private Thread writer;
+    /** Set from any thread: a send in place completed off the loop and the loop is told once. */
+    private final AtomicBoolean removalPosted = new AtomicBoolean();
+    private final Frontier frontier = new Frontier();
+
+    MessageWriter(RdmaSocketChannel channel, RdmaConnection connection, SendWindow window, int maxMessageSize) {
+        this.channel = channel;
+        this.connection = connection;
+        this.window = window;
+        this.maxMessageSize = maxMessageSize;
     }
 
-    static void write(ChannelOutboundBuffer in, RdmaConnection connection, SendWindow window, RdmaIoHandler loop,
-                      int maxMessageSize) throws Exception {
+    /** Removes what rdma4j is done with from {@code in}, then hands over what follows while the window has room. */
+    void write(ChannelOutboundBuffer in, RdmaIoHandler loop) throws Exception {
+        writer = Thread.currentThread();
         try {
-            writeMessages(in, connection, window, loop, maxMessageSize);
+            removeDone(in);
+            do {
+                try {
+                    handOver(in, loop);
+                } finally {
+                    connection.flushSends(); // what went in place was held back to go out in as few system calls as it can
+                }
+                // Removing completes promises and may make the channel writable again: what the pipeline writes and
+                // flushes then (its flush finds this flush under way) is handed over on the next turn.
+            } while (removeDone(in));
+        } catch (Exception | Error e) {
+            // the channel fails every flushed write with this: nothing handed over is left to remove
+            handedOver.clear();
+            handedOverBytes = 0;
+            handedOverRegions = 0;
+            throw e;
         } finally {
-            connection.flushSends(); // what went in place was held back to go out in as few system calls as it can
+            writer = null;
         }
     }
 
-    private static void writeMessages(ChannelOutboundBuffer in, RdmaConnection connection, SendWindow window,
-                                      RdmaIoHandler loop, int maxMessageSize) throws Exception {
-        Object current;
-        while ((current = in.current()) != null) {
+    /**
+     * Hands over messages while the window has room, and while fewer than {@link #MAX_HANDED_OVER_MESSAGES} wait
+     * for sends in place to complete.
+     */
+    private void handOver(ChannelOutboundBuffer in, RdmaIoHandler loop) throws Exception {
+        while (true) {
             if (!window.hasRoom() && !window.block()) {
                 return; // a completion posts Writable, which flushes again
             }
-            if (current instanceof FileRegion region) {
-                writeRegion(in, connection, window, loop, region, maxMessageSize);
-                continue;
+            frontier.find(in, handedOverBytes, handedOverRegions);
+            List<Object> next = frontier.messages;
+            if (frontier.tooFar || next.isEmpty()) {
+                return; // tooFar: a send in place heads what waits, and its completion flushes again
             }
-            ByteBuffer[] buffers = in.nioBuffers(1024, maxMessageSize);
-            int count = in.nioBufferCount();
-            if (count == 0) {
-                in.remove(); // an empty buffer
-                continue;
-            }
-            ByteBuffer message;
-            boolean single = count == 1 || in.nioBufferSize() > maxMessageSize;
-            if (single) {
-                message = buffers[0];
-                if (message.remaining() > maxMessageSize) {
-                    message = message.slice(message.position(), maxMessageSize);
-                }
+            if (next.getFirst() instanceof FileRegion region) {
+                writeRegion(in, loop, region);
             } else {
-                message = loop.gatherBuffer(maxMessageSize);
-                for (int i = 0; i < count; i++) {
-                    message.put(buffers[i]);
-                }
-                message.flip();
+                writeBuffers(loop, next, frontier.offset);
             }
-            int n = message.remaining();
-            if (single && current instanceof ByteBuf held) {
-                check(window.sendInPlace(connection, message, held, true));
-            } else {
-                send(window, connection, message);
-            }
-            if (single) {
-                // the outbound buffer hands out the same NIO view until its buffer is done: move it past what went
-                buffers[0].position(buffers[0].position() + n);
-            }
-            in.removeBytes(n);
+            removeDone(in);
         }
+    }
+
+    private void writeBuffers(RdmaIoHandler loop, List<Object> next, int offset) throws Exception {
+        ByteBuf first = (ByteBuf) next.getFirst();
+        int length = first.readableBytes() - offset;
+        boolean alone = next.size() == 1 || !(next.get(1) instanceof ByteBuf second)
+                || (long) length + second.readableBytes() > maxMessageSize;
+        if (first.nioBufferCount() == 1 && (alone || length >= maxMessageSize)) {
+            int n = Math.min(length, maxMessageSize);
+            ByteBuffer message = first.nioBuffer(first.readerIndex() + offset, n);
+            CompletableFuture<Void> sent = window.sendInPlace(connection, message, first, true);
+            check(sent);
+            handedOver(n, sent);
+            return;
+        }
+        ByteBuffer message = loop.gatherBuffer(maxMessageSize).limit(maxMessageSize);
+        int n = Math.min(length, maxMessageSize);
+        first.getBytes(first.readerIndex() + offset, message.limit(n));
+        for (int i = 1; i < next.size() && i < MAX_GATHERED; i++) {
+            if (!(next.get(i) instanceof ByteBuf buf) || buf.readableBytes() > maxMessageSize - n) {
+                break;
+            }
+            buf.getBytes(buf.readerIndex(), message.limit(n + buf.readableBytes()));
+            n += buf.readableBytes();
+        }
+        message.flip();
+        check(window.send(connection, message));
+        handedOver(n, null);
     }
 
     /** The next message's worth of a file region: rdma4j has no sendfile, so its bytes are copied into a message. */
-    private static void writeRegion(ChannelOutboundBuffer in, RdmaConnection connection, SendWindow window,
-                                    RdmaIoHandler loop, FileRegion region, int maxMessageSize) throws Exception {
-        if (region.transferred() >= region.count()) {
-            in.remove();
-            return;
+    private void writeRegion(ChannelOutboundBuffer in, RdmaIoHandler loop, FileRegion region) throws Exception {
+        if (region.transferred() < region.count()) {
+            ByteBuffer message = loop.gatherBuffer(maxMessageSize);
+            long n = region.transferTo(new MessageFiller(message), region.transferred());
+            message.flip();
+            if (n <= 0 || !message.hasRemaining()) {
+                throw new EOFException("file region " + region + " ended before its count: " + region.transferred()
+                        + " of " + region.count() + " bytes");
+            }
+            check(window.send(connection, message));
+            in.progress(n);
         }
-        ByteBuffer message = loop.gatherBuffer(maxMessageSize);
-        long n = region.transferTo(new MessageFiller(message), region.transferred());
-        message.flip();
-        if (n <= 0 || !message.hasRemaining()) {
-            throw new EOFException("file region " + region + " ended before its count: " + region.transferred()
-                    + " of " + region.count() + " bytes");
-        }
-        send(window, connection, message);
-        in.progress(n);
         if (region.transferred() >= region.count()) {
-            in.remove();
+            handedOver.add(HandedOver.REGION);
+            handedOverRegions++;
         }
     }
 
-    private static void send(SendWindow window, RdmaConnection connection, ByteBuffer message) throws Exception {
-        check(window.send(connection, message));
+    private void handedOver(int bytes, CompletableFuture<Void> sent) {
+        handedOver.add(new HandedOver(bytes, sent));
+        handedOverBytes += bytes;
+        if (sent != null) {
+            sent.whenComplete((v, failure) -> sentInPlace());
+        }
+    }
+
+    /** Any thread: a send in place completed. On the loop inside {@link #write} it is removed before it returns. */
+    private void sentInPlace() {
+        if (writer == Thread.currentThread()) {
+            return;
+        }
+        if (removalPosted.compareAndSet(false, true)) {
+            channel.post(new RdmaEvent.Run(() -> {
+                removalPosted.set(false);
+                channel.flushNow();
+            }));
+        }
+    }
+
+    /**
+     * Removes from {@code in} what rdma4j is done with, oldest first, completing those writes' promises; a failed
+     * send throws. True when something was removed.
+     */
+    private boolean removeDone(ChannelOutboundBuffer in) throws Exception {
+        boolean removed = false;
+        HandedOver head;
+        while ((head = handedOver.peek()) != null && head.done()) {
+            check(head.sent);
+            handedOver.remove();
+            if (head == HandedOver.REGION) {
+                in.removeBytes(0); // empty buffers before it
+                if (!(in.current() instanceof FileRegion)) {
+                    throw new IllegalStateException("the outbound buffer's head is not the file region handed over");
+                }
+                handedOverRegions--;
+                in.remove();
+            } else {
+                handedOverBytes -= head.bytes;
+                in.removeBytes(head.bytes);
+            }
+            removed = true;
+        }
+        if (handedOver.isEmpty()) {
+            in.removeBytes(0); // empty buffers at the head, which nothing hands over
+        }
+        return removed;
     }
 
     private static void check(CompletableFuture<Void> sent) throws Exception {
-        if (sent.isCompletedExceptionally()) {
+        if (sent != null && sent.isCompletedExceptionally()) {
             throw RdmaErrors.sendFailed(sent.exceptionNow());
+        }
+    }
+
+    /** Bytes of the outbound buffer handed over; {@code sent} is the send in place they wait for, null if copied. */
+    private record HandedOver(int bytes, CompletableFuture<Void> sent) {
+        /** A file region all of whose bytes were copied into messages. */
+        static final HandedOver REGION = new HandedOver(0, null);
+
+        boolean done() {
+            return sent == null || sent.isDone();
+        }
+    }
+
+    /**
+     * The flushed messages after what was handed over: the first (from {@code offset}, where a buffer was partly
+     * handed over) and the buffers that follow it up to a message's worth.
+     */
+    private final class Frontier implements ChannelOutboundBuffer.MessageProcessor {
+        final List<Object> messages = new ArrayList<>();
+        int offset;
+        boolean tooFar;
+        private long skipBytes;
+        private int skipRegions;
+        private int stepped;
+        private long collected;
+
+        void find(ChannelOutboundBuffer in, long handedOverBytes, int handedOverRegions) throws Exception {
+            messages.clear();
+            offset = 0;
+            tooFar = false;
+            skipBytes = handedOverBytes;
+            skipRegions = handedOverRegions;
+            stepped = 0;
+            collected = 0;
+            in.forEachFlushedMessage(this);
+        }
+
+        @Override
+        public boolean processMessage(Object msg) {
+            if (messages.isEmpty()) {
+                if (++stepped > MAX_HANDED_OVER_MESSAGES) {
+                    tooFar = true;
+                    return false;
+                }
+                if (msg instanceof ByteBuf buf) {
+                    if (buf.readableBytes() <= skipBytes) {
+                        skipBytes -= buf.readableBytes();
+                        return true; // handed over, or empty
+                    }
+                    offset = (int) skipBytes;
+                    skipBytes = 0;
+                    collected = buf.readableBytes() - offset;
+                } else if (msg instanceof FileRegion region && skipRegions > 0
+                        && region.transferred() >= region.count()) {
+                    skipRegions--;
+                    return true;
+                }
+                messages.add(msg);
+                return msg instanceof ByteBuf && collected < maxMessageSize;
+            }
+            if (msg instanceof ByteBuf buf) {
+                if (!buf.isReadable()) {
+                    return true; // an empty buffer goes with the bytes around it
+                }
+                collected += buf.readableBytes();
+            }
+            messages.add(msg);
+            return msg instanceof ByteBuf && collected < maxMessageSize && messages.size() <= MAX_GATHERED;
         }
     }
 

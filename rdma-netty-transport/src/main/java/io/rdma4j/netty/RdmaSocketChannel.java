@@ -56,6 +56,7 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
     // loop thread only
     private int maxMessageSize;
     private SendWindow window;
+    private MessageWriter writer;
     private PendingConnect pendingConnect;
 
     /** A client channel, connected with {@code Bootstrap.connect}. */
@@ -77,6 +78,7 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
         int window = config.getSendBufferSize() > 0 ? config.getSendBufferSize()
                 : Math.max(RdmaSocketChannelConfig.DEFAULT_SEND_WINDOW, 4 * maxMessageSize);
         this.window = new SendWindow(window, transport.config().maxOutstandingOperations(), this::post);
+        this.writer = new MessageWriter(this, connection, this.window, maxMessageSize);
         state = State.ACTIVE;
     }
 
@@ -234,11 +236,11 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
         if (plain != null) {
             plain.write(in);
         } else {
-            MessageWriter.write(in, connection, window, link.handler(), maxMessageSize);
+            writer.write(in, link.handler());
         }
     }
 
-    /** The socket has room again: writes what waits in the outbound buffer. */
+    /** The socket has room again, or rdma4j is done with bytes sent in place: writes what waits in the outbound buffer. */
     void flushNow() {
         if (state == State.ACTIVE) {
             ((RdmaUnsafe) unsafe()).flush0();

@@ -72,9 +72,10 @@ final class SendWindow {
     /**
      * Sends {@code message}, a view of {@code held}'s bytes, without a copy: {@code held} is retained until rdma4j is
      * done with it, whatever becomes of the channel's outbound buffer meanwhile. The completion runs on the thread
-     * that finished the send (the loop's own when the socket took it at once), not as a task on the loop: the buffer
-     * goes back before the write's promise completes, as a socket channel's does, and a closed channel's discarded
-     * tasks cannot keep it. With {@code more}, rdma4j may hold it back to write it with the next ones; see
+     * that finished the send (the loop's own when the socket took it at once), not as a task on the loop, so a closed
+     * channel's discarded tasks cannot keep the buffer. The future returned completes after {@code held} went back:
+     * the write's promise completes after it, as a socket channel's does. With {@code more}, rdma4j may hold the
+     * message back to write it with the next ones; see
      * {@link RdmaConnection#sendInPlace(ByteBuffer, java.util.concurrent.Executor, boolean)}.
      */
     CompletableFuture<Void> sendInPlace(RdmaConnection connection, ByteBuffer message, ByteBuf held, boolean more) {
@@ -82,12 +83,10 @@ final class SendWindow {
         bytes.addAndGet(n);
         sends.incrementAndGet();
         held.retain();
-        CompletableFuture<Void> sent = connection.sendInPlace(message, Runnable::run, more);
-        sent.whenComplete((v, failure) -> {
+        return connection.sendInPlace(message, Runnable::run, more).whenComplete((v, failure) -> {
             held.release();
             completed(n, failure);
         });
-        return sent;
     }
 
     /** The end of this side's stream: an empty message, after everything sent before it. */

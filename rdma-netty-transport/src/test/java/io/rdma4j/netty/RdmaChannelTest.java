@@ -13,6 +13,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
@@ -39,6 +40,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -199,6 +201,59 @@ class RdmaChannelTest {
             }
             ch.close().sync();
         } finally {
+            server.close().sync();
+        }
+    }
+
+    /**
+     * A buffer sent in place is read by rdma4j (the NIC, or the tcp provider's gathering write) after the loop has
+     * handed it over: its write completes only once that is done and the buffer is back, as a socket channel's write
+     * completes once the kernel has copied it. A writer that then reuses the buffer does not change what was sent.
+     */
+    @Test
+    void aWriteCompletesOnlyOnceRdma4jNoLongerReadsTheBuffer() throws Exception {
+        byte[] data = new byte[1 << 20];
+        new Random(44).nextBytes(data);
+        ByteArrayOutputStream received = new ByteArrayOutputStream();
+        CountDownLatch all = new CountDownLatch(1);
+        Channel server = new ServerBootstrap().group(serverGroup).channel(RdmaServerSocketChannel.class)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ByteBuf buf = (ByteBuf) msg;
+                        synchronized (received) {
+                            byte[] bytes = new byte[buf.readableBytes()];
+                            buf.readBytes(bytes);
+                            received.writeBytes(bytes);
+                            if (received.size() == data.length) {
+                                all.countDown();
+                            }
+                        }
+                        buf.release();
+                    }
+                }).bind(LOOPBACK).sync().channel();
+        ByteBuf buf = PooledByteBufAllocator.DEFAULT.directBuffer(data.length).writeBytes(data);
+        try {
+            Channel ch = new Bootstrap().group(clientGroup).channel(RdmaSocketChannel.class)
+                    .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
+            AtomicInteger refCntWhenWritten = new AtomicInteger(-1);
+            ChannelPromise written = ch.newPromise();
+            // added before the write, so it runs on the loop the moment the write completes
+            written.addListener(f -> {
+                refCntWhenWritten.set(buf.refCnt());
+                buf.setZero(0, buf.capacity());
+            });
+            ch.writeAndFlush(buf.retain(), written);
+            assertThat(written.await(30, TimeUnit.SECONDS)).isTrue();
+            assertThat(written.isSuccess()).isTrue();
+            assertThat(all.await(30, TimeUnit.SECONDS)).isTrue();
+            assertThat(refCntWhenWritten).as("references to the buffer when its write completed").hasValue(1);
+            synchronized (received) {
+                assertThat(received.toByteArray()).isEqualTo(data);
+            }
+            ch.close().sync();
+        } finally {
+            buf.release();
             server.close().sync();
         }
     }
