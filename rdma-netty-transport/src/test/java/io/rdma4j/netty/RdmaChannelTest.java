@@ -14,6 +14,7 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.ChannelPromise;
+import io.netty.channel.DefaultFileRegion;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
@@ -33,6 +34,10 @@ import java.io.ByteArrayOutputStream;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.BlockingQueue;
@@ -202,6 +207,97 @@ class RdmaChannelTest {
             ch.close().sync();
         } finally {
             server.close().sync();
+        }
+    }
+
+    /**
+     * Writes sent in place and writes copied into messages behind them, thousands of small ones, and a file region:
+     * the peer gets every byte in the order written, and the promises complete in that order, whenever the sends
+     * complete.
+     */
+    @Test
+    void writesSentInPlaceAndCopiedArriveAndCompleteInTheOrderWritten() throws Exception {
+        Random random = new Random(45);
+        ByteArrayOutputStream expected = new ByteArrayOutputStream();
+        List<Object> writes = new ArrayList<>();
+        for (int round = 0; round < 3; round++) {
+            byte[] large = new byte[(3 << 20) + round];
+            random.nextBytes(large);
+            writes.add(large);
+            for (int i = 0; i < 3000; i++) {
+                writes.add(new byte[] {(byte) i, (byte) (i >> 8), (byte) round});
+            }
+        }
+        byte[] regionBytes = new byte[200_000];
+        random.nextBytes(regionBytes);
+        Path file = Files.createTempFile("rdma4j-region", ".bin");
+        Files.write(file, regionBytes);
+        writes.add(1 + writes.size() / 2, regionBytes);
+        writes.forEach(w -> expected.writeBytes((byte[]) w));
+        int total = expected.size();
+
+        AtomicReference<Channel> child = new AtomicReference<>();
+        CountDownLatch active = new CountDownLatch(1);
+        ByteArrayOutputStream received = new ByteArrayOutputStream();
+        CountDownLatch all = new CountDownLatch(1);
+        Channel server = new ServerBootstrap().group(serverGroup).channel(RdmaServerSocketChannel.class)
+                .childOption(ChannelOption.AUTO_READ, false)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        child.set(ctx.channel());
+                        active.countDown();
+                    }
+
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ByteBuf buf = (ByteBuf) msg;
+                        synchronized (received) {
+                            byte[] bytes = new byte[buf.readableBytes()];
+                            buf.readBytes(bytes);
+                            received.writeBytes(bytes);
+                            if (received.size() == total) {
+                                all.countDown();
+                            }
+                        }
+                        buf.release();
+                    }
+
+                    @Override
+                    public void channelReadComplete(ChannelHandlerContext ctx) {
+                        ctx.read();
+                    }
+                }).bind(LOOPBACK).sync().channel();
+        try (FileChannel region = FileChannel.open(file)) {
+            Channel ch = new Bootstrap().group(clientGroup).channel(RdmaSocketChannel.class)
+                    .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
+            assertThat(active.await(10, TimeUnit.SECONDS)).isTrue();
+            List<Integer> completed = new CopyOnWriteArrayList<>();
+            List<ChannelFuture> futures = new ArrayList<>();
+            for (int i = 0; i < writes.size(); i++) {
+                byte[] w = (byte[]) writes.get(i);
+                Object msg = w == regionBytes ? new DefaultFileRegion(region, 0, w.length)
+                        : w.length > 3 ? PooledByteBufAllocator.DEFAULT.directBuffer(w.length).writeBytes(w)
+                        : Unpooled.wrappedBuffer(w);
+                int index = i;
+                ChannelPromise promise = ch.newPromise();
+                promise.addListener(f -> completed.add(index));
+                futures.add(ch.write(msg, promise));
+            }
+            ch.flush();
+            child.get().read(); // the reader starts once everything is handed over or waits in the outbound buffer
+            assertThat(all.await(30, TimeUnit.SECONDS)).isTrue();
+            for (ChannelFuture f : futures) {
+                assertThat(f.await(10, TimeUnit.SECONDS) && f.isSuccess()).isTrue();
+            }
+            synchronized (received) {
+                assertThat(received.toByteArray()).isEqualTo(expected.toByteArray());
+            }
+            assertThat(completed).hasSize(writes.size()).isSorted();
+            ch.close().sync();
+        } finally {
+            server.close().sync();
+            Files.delete(file);
         }
     }
 
