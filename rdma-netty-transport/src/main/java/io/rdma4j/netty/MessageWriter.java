@@ -72,9 +72,7 @@ final class MessageWriter {
             } while (removeDone(in));
         } catch (Exception | Error e) {
             // the channel fails every flushed write with this: nothing handed over is left to remove
-            handedOver.clear();
-            handedOverBytes = 0;
-            handedOverRegions = 0;
+            forgetHandedOver();
             throw e;
         } finally {
             writer = null;
@@ -87,6 +85,9 @@ final class MessageWriter {
      */
     private void handOver(ChannelOutboundBuffer in, RdmaIoHandler loop) throws Exception {
         while (true) {
+            if (closedMeanwhile(in)) {
+                return;
+            }
             if (!window.hasRoom() && !window.block()) {
                 return; // a completion posts Writable, which flushes again
             }
@@ -135,7 +136,7 @@ final class MessageWriter {
     /** The next message's worth of a file region: rdma4j has no sendfile, so its bytes are copied into a message. */
     private void writeRegion(ChannelOutboundBuffer in, RdmaIoHandler loop, FileRegion region) throws Exception {
         if (region.transferred() < region.count()) {
-            ByteBuffer message = loop.gatherBuffer(maxMessageSize);
+            ByteBuffer message = loop.gatherBuffer(maxMessageSize).limit(maxMessageSize);
             long n = region.transferTo(new MessageFiller(message), region.transferred());
             message.flip();
             if (n <= 0 || !message.hasRemaining()) {
@@ -179,7 +180,7 @@ final class MessageWriter {
     private boolean removeDone(ChannelOutboundBuffer in) throws Exception {
         boolean removed = false;
         HandedOver head;
-        while ((head = handedOver.peek()) != null && head.done()) {
+        while (!closedMeanwhile(in) && (head = handedOver.peek()) != null && head.done()) {
             check(head.sent);
             handedOver.remove();
             if (head == HandedOver.REGION) {
@@ -195,10 +196,28 @@ final class MessageWriter {
             }
             removed = true;
         }
-        if (handedOver.isEmpty()) {
+        if (handedOver.isEmpty() && !closedMeanwhile(in)) {
             in.removeBytes(0); // empty buffers at the head, which nothing hands over
         }
         return removed;
+    }
+
+    /**
+     * Whether a listener of a completed write closed the channel or shut its output down: then Netty has failed
+     * every flushed write, and nothing handed over is left to remove.
+     */
+    private boolean closedMeanwhile(ChannelOutboundBuffer in) {
+        if (channel.unsafe().outboundBuffer() == in) {
+            return false;
+        }
+        forgetHandedOver();
+        return true;
+    }
+
+    private void forgetHandedOver() {
+        handedOver.clear();
+        handedOverBytes = 0;
+        handedOverRegions = 0;
     }
 
     private static void check(CompletableFuture<Void> sent) throws Exception {
