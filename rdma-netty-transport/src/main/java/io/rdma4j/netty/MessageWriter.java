@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Turns a channel's flushed writes into rdma4j messages while its send window has room: a buffer goes as it is
@@ -45,7 +46,9 @@ final class MessageWriter {
     private int handedOverRegions;
     /** The loop's thread while it is in {@link #write}. */
     private Thread writer;
-    /** Set from any thread: a send in place completed off the loop and the loop is told once. */
+    /** Sends in place not completed yet; counted down from any thread. */
+    private final AtomicInteger inPlaceSending = new AtomicInteger();
+    /** Set from any thread: the last send in place completed off the loop and the loop is told once. */
     private final AtomicBoolean removalPosted = new AtomicBoolean();
     private final Frontier frontier = new Frontier();
 
@@ -156,13 +159,19 @@ final class MessageWriter {
         handedOver.add(new HandedOver(bytes, sent));
         handedOverBytes += bytes;
         if (sent != null) {
+            inPlaceSending.incrementAndGet();
             sent.whenComplete((v, failure) -> sentInPlace());
         }
     }
 
-    /** Any thread: a send in place completed. On the loop inside {@link #write} it is removed before it returns. */
+    /**
+     * Any thread: a send in place completed. On the loop inside {@link #write} it is removed before it returns; else
+     * the loop is told once the last one completed. Removing earlier would seldom make the channel writable (what
+     * still sends counts against the water marks), and each time would cost the loop a wake-up: 1 MiB streamed
+     * is 16 sends.
+     */
     private void sentInPlace() {
-        if (writer == Thread.currentThread()) {
+        if (inPlaceSending.decrementAndGet() > 0 || writer == Thread.currentThread()) {
             return;
         }
         if (removalPosted.compareAndSet(false, true)) {
