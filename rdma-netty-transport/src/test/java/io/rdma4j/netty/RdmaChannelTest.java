@@ -150,43 +150,14 @@ class RdmaChannelTest {
     void aLargeWriteArrivesWholeAndAReaderThatStopsHoldsTheWriterBack() throws Exception {
         byte[] data = new byte[8 << 20];
         new Random(43).nextBytes(data);
-        AtomicReference<Channel> child = new AtomicReference<>();
-        CountDownLatch active = new CountDownLatch(1);
-        ByteArrayOutputStream received = new ByteArrayOutputStream();
-        CountDownLatch all = new CountDownLatch(1);
+        Sink sink = new Sink(data.length);
         Channel server = new ServerBootstrap().group(serverGroup).channel(RdmaServerSocketChannel.class)
-                .childOption(ChannelOption.AUTO_READ, false)
-                .childHandler(new ChannelInboundHandlerAdapter() {
-                    @Override
-                    public void channelActive(ChannelHandlerContext ctx) {
-                        child.set(ctx.channel());
-                        active.countDown();
-                    }
-
-                    @Override
-                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                        ByteBuf buf = (ByteBuf) msg;
-                        synchronized (received) {
-                            byte[] bytes = new byte[buf.readableBytes()];
-                            buf.readBytes(bytes);
-                            received.writeBytes(bytes);
-                            if (received.size() == data.length) {
-                                all.countDown();
-                            }
-                        }
-                        buf.release();
-                    }
-
-                    @Override
-                    public void channelReadComplete(ChannelHandlerContext ctx) {
-                        ctx.read();
-                    }
-                }).bind(LOOPBACK).sync().channel();
+                .childOption(ChannelOption.AUTO_READ, false).childHandler(sink).bind(LOOPBACK).sync().channel();
         try {
             Channel ch = new Bootstrap().group(clientGroup).channel(RdmaSocketChannel.class)
                     .option(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(64 << 10, 256 << 10))
                     .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
-            assertThat(active.await(10, TimeUnit.SECONDS)).isTrue();
+            assertThat(sink.active(10)).isTrue();
             ChannelFuture written = ch.writeAndFlush(Unpooled.wrappedBuffer(data));
             // The reader reads nothing yet: rdma4j's bounds stop the data, the send window fills, the rest stays
             // in the writer's outbound buffer and the channel turns unwritable.
@@ -197,13 +168,11 @@ class RdmaChannelTest {
             assertThat(ch.isWritable()).as("writable while the peer reads nothing").isFalse();
             assertThat(written.isDone()).isFalse();
 
-            child.get().read();
-            assertThat(all.await(30, TimeUnit.SECONDS)).isTrue();
+            sink.child().read();
+            assertThat(sink.all(30)).isTrue();
             assertThat(written.sync().isSuccess()).isTrue();
             assertThat(ch.isWritable()).isTrue();
-            synchronized (received) {
-                assertThat(received.toByteArray()).isEqualTo(data);
-            }
+            assertThat(sink.received()).isEqualTo(data);
             ch.close().sync();
         } finally {
             server.close().sync();
@@ -236,42 +205,13 @@ class RdmaChannelTest {
         writes.forEach(w -> expected.writeBytes((byte[]) w));
         int total = expected.size();
 
-        AtomicReference<Channel> child = new AtomicReference<>();
-        CountDownLatch active = new CountDownLatch(1);
-        ByteArrayOutputStream received = new ByteArrayOutputStream();
-        CountDownLatch all = new CountDownLatch(1);
+        Sink sink = new Sink(total);
         Channel server = new ServerBootstrap().group(serverGroup).channel(RdmaServerSocketChannel.class)
-                .childOption(ChannelOption.AUTO_READ, false)
-                .childHandler(new ChannelInboundHandlerAdapter() {
-                    @Override
-                    public void channelActive(ChannelHandlerContext ctx) {
-                        child.set(ctx.channel());
-                        active.countDown();
-                    }
-
-                    @Override
-                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                        ByteBuf buf = (ByteBuf) msg;
-                        synchronized (received) {
-                            byte[] bytes = new byte[buf.readableBytes()];
-                            buf.readBytes(bytes);
-                            received.writeBytes(bytes);
-                            if (received.size() == total) {
-                                all.countDown();
-                            }
-                        }
-                        buf.release();
-                    }
-
-                    @Override
-                    public void channelReadComplete(ChannelHandlerContext ctx) {
-                        ctx.read();
-                    }
-                }).bind(LOOPBACK).sync().channel();
+                .childOption(ChannelOption.AUTO_READ, false).childHandler(sink).bind(LOOPBACK).sync().channel();
         try (FileChannel region = FileChannel.open(file)) {
             Channel ch = new Bootstrap().group(clientGroup).channel(RdmaSocketChannel.class)
                     .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
-            assertThat(active.await(10, TimeUnit.SECONDS)).isTrue();
+            assertThat(sink.active(10)).isTrue();
             List<Integer> completed = new CopyOnWriteArrayList<>();
             List<ChannelFuture> futures = new ArrayList<>();
             for (int i = 0; i < writes.size(); i++) {
@@ -285,14 +225,12 @@ class RdmaChannelTest {
                 futures.add(ch.write(msg, promise));
             }
             ch.flush();
-            child.get().read(); // the reader starts once everything is handed over or waits in the outbound buffer
-            assertThat(all.await(30, TimeUnit.SECONDS)).isTrue();
+            sink.child().read(); // the reader starts once everything is handed over or waits in the outbound buffer
+            assertThat(sink.all(30)).isTrue();
             for (ChannelFuture f : futures) {
                 assertThat(f.await(10, TimeUnit.SECONDS) && f.isSuccess()).isTrue();
             }
-            synchronized (received) {
-                assertThat(received.toByteArray()).isEqualTo(expected.toByteArray());
-            }
+            assertThat(sink.received()).isEqualTo(expected.toByteArray());
             assertThat(completed).hasSize(writes.size()).isSorted();
             ch.close().sync();
         } finally {
@@ -310,24 +248,9 @@ class RdmaChannelTest {
     void aWriteCompletesOnlyOnceRdma4jNoLongerReadsTheBuffer() throws Exception {
         byte[] data = new byte[1 << 20];
         new Random(44).nextBytes(data);
-        ByteArrayOutputStream received = new ByteArrayOutputStream();
-        CountDownLatch all = new CountDownLatch(1);
+        Sink sink = new Sink(data.length);
         Channel server = new ServerBootstrap().group(serverGroup).channel(RdmaServerSocketChannel.class)
-                .childHandler(new ChannelInboundHandlerAdapter() {
-                    @Override
-                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                        ByteBuf buf = (ByteBuf) msg;
-                        synchronized (received) {
-                            byte[] bytes = new byte[buf.readableBytes()];
-                            buf.readBytes(bytes);
-                            received.writeBytes(bytes);
-                            if (received.size() == data.length) {
-                                all.countDown();
-                            }
-                        }
-                        buf.release();
-                    }
-                }).bind(LOOPBACK).sync().channel();
+                .childHandler(sink).bind(LOOPBACK).sync().channel();
         ByteBuf buf = PooledByteBufAllocator.DEFAULT.directBuffer(data.length).writeBytes(data);
         try {
             Channel ch = new Bootstrap().group(clientGroup).channel(RdmaSocketChannel.class)
@@ -342,11 +265,9 @@ class RdmaChannelTest {
             ch.writeAndFlush(buf.retain(), written);
             assertThat(written.await(30, TimeUnit.SECONDS)).isTrue();
             assertThat(written.isSuccess()).isTrue();
-            assertThat(all.await(30, TimeUnit.SECONDS)).isTrue();
+            assertThat(sink.all(30)).isTrue();
             assertThat(refCntWhenWritten).as("references to the buffer when its write completed").hasValue(1);
-            synchronized (received) {
-                assertThat(received.toByteArray()).isEqualTo(data);
-            }
+            assertThat(sink.received()).isEqualTo(data);
             ch.close().sync();
         } finally {
             buf.release();
@@ -518,6 +439,65 @@ class RdmaChannelTest {
     }
 
     /** Records what reaches the end of the pipeline: bytes as "data:hex", user events as they are. */
+    /**
+     * A server's child handler that keeps every byte its channel reads, asks for the next read after each batch (for
+     * channels without auto-read) and says when {@code expected} bytes have come.
+     */
+    private static final class Sink extends ChannelInboundHandlerAdapter {
+        private final int expected;
+        private final ByteArrayOutputStream received = new ByteArrayOutputStream();
+        private final CountDownLatch active = new CountDownLatch(1);
+        private final CountDownLatch all = new CountDownLatch(1);
+        private volatile Channel child;
+
+        Sink(int expected) {
+            this.expected = expected;
+        }
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            child = ctx.channel();
+            active.countDown();
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ByteBuf buf = (ByteBuf) msg;
+            synchronized (received) {
+                byte[] bytes = new byte[buf.readableBytes()];
+                buf.readBytes(bytes);
+                received.writeBytes(bytes);
+                if (received.size() == expected) {
+                    all.countDown();
+                }
+            }
+            buf.release();
+        }
+
+        @Override
+        public void channelReadComplete(ChannelHandlerContext ctx) {
+            ctx.read();
+        }
+
+        boolean active(int seconds) throws InterruptedException {
+            return active.await(seconds, TimeUnit.SECONDS);
+        }
+
+        boolean all(int seconds) throws InterruptedException {
+            return all.await(seconds, TimeUnit.SECONDS);
+        }
+
+        Channel child() {
+            return child;
+        }
+
+        byte[] received() {
+            synchronized (received) {
+                return received.toByteArray();
+            }
+        }
+    }
+
     private static ChannelInboundHandlerAdapter recorder(BlockingQueue<Object> into) {
         return new ChannelInboundHandlerAdapter() {
             @Override
