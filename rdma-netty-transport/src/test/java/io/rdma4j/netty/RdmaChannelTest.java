@@ -213,6 +213,7 @@ class RdmaChannelTest {
                     .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
             assertThat(sink.active(10)).isTrue();
             List<Integer> completed = new CopyOnWriteArrayList<>();
+            CountDownLatch listened = new CountDownLatch(writes.size());
             List<ChannelFuture> futures = new ArrayList<>();
             for (int i = 0; i < writes.size(); i++) {
                 byte[] w = (byte[]) writes.get(i);
@@ -221,15 +222,18 @@ class RdmaChannelTest {
                         : Unpooled.wrappedBuffer(w);
                 int index = i;
                 ChannelPromise promise = ch.newPromise();
-                promise.addListener(f -> completed.add(index));
+                promise.addListener(f -> {
+                    completed.add(index);
+                    listened.countDown();
+                });
                 futures.add(ch.write(msg, promise));
             }
             ch.flush();
             sink.child().read(); // the reader starts once everything is handed over or waits in the outbound buffer
             assertThat(sink.all(30)).isTrue();
-            for (ChannelFuture f : futures) {
-                assertThat(f.await(10, TimeUnit.SECONDS) && f.isSuccess()).isTrue();
-            }
+            // a promise wakes its waiters before it runs its listeners: wait for the listeners
+            assertThat(listened.await(10, TimeUnit.SECONDS)).isTrue();
+            assertThat(futures).allMatch(ChannelFuture::isSuccess);
             assertThat(sink.received()).isEqualTo(expected.toByteArray());
             assertThat(completed).hasSize(writes.size()).isSorted();
             ch.close().sync();
@@ -256,14 +260,17 @@ class RdmaChannelTest {
             Channel ch = new Bootstrap().group(clientGroup).channel(RdmaSocketChannel.class)
                     .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
             AtomicInteger refCntWhenWritten = new AtomicInteger(-1);
+            CountDownLatch listened = new CountDownLatch(1);
             ChannelPromise written = ch.newPromise();
             // added before the write, so it runs on the loop the moment the write completes
             written.addListener(f -> {
                 refCntWhenWritten.set(buf.refCnt());
                 buf.setZero(0, buf.capacity());
+                listened.countDown();
             });
             ch.writeAndFlush(buf.retain(), written);
-            assertThat(written.await(30, TimeUnit.SECONDS)).isTrue();
+            // the promise wakes its waiters before it runs its listeners: wait for the listener
+            assertThat(listened.await(30, TimeUnit.SECONDS)).isTrue();
             assertThat(written.isSuccess()).isTrue();
             assertThat(sink.all(30)).isTrue();
             assertThat(refCntWhenWritten).as("references to the buffer when its write completed").hasValue(1);
