@@ -22,6 +22,10 @@ final class PendingConnect {
     private final InetSocketAddress remote;
     private ChannelPromise promise;
     private Future<?> timeout;
+    /** This attempt went to plain TCP at once, for a peer remembered without rdma4j. */
+    private boolean skippedRdma4j;
+    /** This attempt has tried plain TCP: it does not again. */
+    private boolean plainTried;
 
     private PendingConnect(InetSocketAddress remote, ChannelPromise promise) {
         this.remote = remote;
@@ -36,6 +40,7 @@ final class PendingConnect {
         CompletableFuture<RdmaConnection> connecting = plainPeer != null ? CompletableFuture.failedFuture(plainPeer)
                 : transport.connect(remote);
         PendingConnect pending = new PendingConnect(remote, promise);
+        pending.skippedRdma4j = plainPeer != null;
         int timeoutMillis = channel.config().getConnectTimeoutMillis();
         if (timeoutMillis > 0) {
             pending.timeout = channel.eventLoop().schedule(() -> {
@@ -75,9 +80,11 @@ final class PendingConnect {
      */
     boolean fallBack(Throwable failure, RdmaSocketChannel channel, RdmaTransport transport, Consumer<PlainSocket> adopt,
                      Consumer<Throwable> connected) {
-        if (promise == null || !TcpFallback.allowed(channel.config(), transport.config()) || !TcpFallback.applies(failure)) {
+        if (promise == null || plainTried || !TcpFallback.allowed(channel.config(), transport.config())
+                || !TcpFallback.applies(failure)) {
             return false;
         }
+        plainTried = true;
         TcpFallback.found(remote, failure);
         PlainSocket plain;
         try {
@@ -88,6 +95,28 @@ final class PendingConnect {
         }
         adopt.accept(plain);
         plain.connect(remote, connected);
+        return true;
+    }
+
+    /**
+     * The plain connect failed where this attempt skipped rdma4j for a peer remembered without it: that peer may run
+     * rdma4j now (a service that took it up on the same address; a verbs listener has no TCP port to accept a plain
+     * connect), so it is forgotten and rdma4j is tried, under the same promise and timeout. False when rdma4j was
+     * tried already, or the attempt is over.
+     */
+    boolean tryRdma4jInstead(RdmaTransport transport, Consumer<RdmaEvent> post) {
+        if (promise == null || !skippedRdma4j) {
+            return false;
+        }
+        skippedRdma4j = false;
+        TcpFallback.forget(remote);
+        CompletableFuture<RdmaConnection> connecting;
+        try {
+            connecting = transport.connect(remote);
+        } catch (RuntimeException e) {
+            connecting = CompletableFuture.failedFuture(e);
+        }
+        connecting.whenComplete((c, failure) -> post.accept(new RdmaEvent.Connected(c, failure)));
         return true;
     }
 

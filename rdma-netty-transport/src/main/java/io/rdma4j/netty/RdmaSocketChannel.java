@@ -410,6 +410,16 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
         PendingConnect pending = pendingConnect;
         pendingConnect = null;
         if (failure != null) {
+            if (pending != null && state == State.CONNECTING) {
+                PlainSocket p = plain;
+                pendingConnect = pending;
+                if (pending.tryRdma4jInstead(link.handler().transport(), this::post)) {
+                    plain = null;
+                    p.close(false);
+                    return;
+                }
+                pendingConnect = null;
+            }
             if (pending != null && pending.fail(failure)) {
                 closeNow();
             }

@@ -60,6 +60,11 @@ final class TcpFallback {
         return new Remembered(peer);
     }
 
+    /** {@code peer} may run rdma4j now: the next connect to it tries rdma4j first. */
+    static void forget(SocketAddress peer) {
+        WITHOUT_RDMA4J.remove(peer);
+    }
+
     /** {@code peer} does not run rdma4j: remembered, and said once (while remembered) at INFO. */
     static void found(SocketAddress peer, Throwable failure) {
         Throwable cause = RdmaErrors.unwrap(failure);

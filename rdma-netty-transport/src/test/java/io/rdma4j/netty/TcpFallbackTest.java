@@ -156,6 +156,50 @@ class TcpFallbackTest {
         }
     }
 
+    /**
+     * A peer remembered without rdma4j whose plain connect is refused may run rdma4j now (over verbs, an rdma4j
+     * listener has no TCP port a plain connect could reach): the same connect tries rdma4j, and the peer is forgotten,
+     * so that an rdma4j server that took the address up is reached over rdma4j.
+     */
+    @Test
+    void aRememberedPeerThatRefusesPlainTcpIsTriedWithRdma4jAndForgotten() throws Exception {
+        PlainServer plain = PlainServer.echoing();
+        InetSocketAddress address = plain.address();
+        try {
+            client(new Received()).connect(address).sync().channel().close().sync(); // remembered from now on
+        } finally {
+            plain.close();
+        }
+        ChannelFuture refused = client(new Received()).connect(address).await();
+        assertThat(refused.isSuccess()).isFalse();
+        assertThat(refused.cause()).as("rdma4j's connect, tried after plain TCP was refused")
+                .hasMessageContaining("rdma4j");
+
+        BlockingQueue<Channel> children = new LinkedBlockingQueue<>();
+        Channel server = new ServerBootstrap().group(rdmaGroup).channel(RdmaServerSocketChannel.class)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        children.add(ctx.channel());
+                    }
+
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ctx.writeAndFlush(msg);
+                    }
+                }).bind(address).sync().channel();
+        try {
+            Received received = new Received();
+            Channel ch = client(received).connect(address).sync().channel();
+            assertThat(children.poll(10, TimeUnit.SECONDS)).as("an rdma4j connection at the server").isNotNull();
+            ch.writeAndFlush(Unpooled.copiedBuffer("over rdma4j", StandardCharsets.US_ASCII)).sync();
+            assertThat(new String(received.await(11), StandardCharsets.US_ASCII)).isEqualTo("over rdma4j");
+            ch.close().sync();
+        } finally {
+            server.close().sync();
+        }
+    }
+
     @Test
     void withoutFallbackTheConnectFailsSayingThePeerDoesNotRunRdma4j() throws Exception {
         PlainServer server = PlainServer.greetingAndEchoing();
