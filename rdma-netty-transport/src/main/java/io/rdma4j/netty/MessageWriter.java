@@ -94,7 +94,7 @@ final class MessageWriter {
             if (!window.hasRoom() && !window.block()) {
                 return; // a completion posts Writable, which flushes again
             }
-            frontier.find(in, handedOverBytes, handedOverRegions);
+            frontier.find(in);
             List<Object> next = frontier.messages;
             if (frontier.tooFar || next.isEmpty()) {
                 return; // tooFar: a send in place heads what waits, and its completion flushes again
@@ -258,7 +258,7 @@ final class MessageWriter {
         private int stepped;
         private long collected;
 
-        void find(ChannelOutboundBuffer in, long handedOverBytes, int handedOverRegions) throws Exception {
+        void find(ChannelOutboundBuffer in) throws Exception {
             messages.clear();
             offset = 0;
             tooFar = false;
