@@ -26,6 +26,7 @@ import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
@@ -175,7 +176,7 @@ class TcpFallbackTest {
         // (a loopback connect to a free port in the ephemeral range may connect to itself).
         try (Socket holder = new Socket()) {
             holder.setReuseAddress(true);
-            holder.bind(address);
+            bindOnceReleased(holder, address);
             ChannelFuture refused = client(new Received()).connect(address).await();
             assertThat(refused.isSuccess()).isFalse();
             assertThat(refused.cause()).as("rdma4j's connect, tried after plain TCP was refused")
@@ -239,6 +240,26 @@ class TcpFallbackTest {
             group.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
             secured.close();
             server.close();
+        }
+    }
+
+    /**
+     * Binds to the port a closed NIO server listened on. NIO closes a listening socket registered with a selector only
+     * when the selector next deregisters it, after the close future completed, so the port may be held a moment
+     * longer.
+     */
+    private static void bindOnceReleased(Socket socket, InetSocketAddress address) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            try {
+                socket.bind(address);
+                return;
+            } catch (BindException stillListening) {
+                if (System.nanoTime() > deadline) {
+                    throw stillListening;
+                }
+                Thread.sleep(20);
+            }
         }
     }
 
