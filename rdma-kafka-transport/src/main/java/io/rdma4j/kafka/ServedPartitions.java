@@ -31,8 +31,9 @@ final class ServedPartitions {
             return untilNanos - now > 0 && (settled == null || !settled.isDone());
         }
 
-        boolean holding(long now) {
-            return open(now) && holdUntilNanos - now > 0;
+        /** For a window open at {@code now}: whether Kafka's fetch is kept from the partition too. */
+        boolean holds(long now) {
+            return holdUntilNanos - now > 0;
         }
     }
 
@@ -70,16 +71,12 @@ final class ServedPartitions {
         if (fetcher != null) {
             fetcher.retainPartitions(assigned);
         }
-        Set<TopicPartition> wanted = new HashSet<>(userPaused);
-        List<TopicPartition> rdma = served();
+        Set<TopicPartition> held = new HashSet<>();
+        List<TopicPartition> rdma = served(System.nanoTime(), held);
         metrics.served(Set.copyOf(rdma));
+        Set<TopicPartition> wanted = new HashSet<>(userPaused);
         wanted.addAll(rdma);
-        long now = System.nanoTime();
-        fallbacks.forEach((tp, w) -> {
-            if (w.holding(now)) {
-                wanted.add(tp); // Waiting for its exporter's connection, not fetched through Kafka meanwhile.
-            }
-        });
+        wanted.addAll(held); // Waiting for its exporter's connection, not fetched through Kafka meanwhile.
         Set<TopicPartition> paused = delegate.paused();
         List<TopicPartition> toPause = wanted.stream().filter(tp -> !paused.contains(tp)).toList();
         List<TopicPartition> toResume = paused.stream().filter(tp -> !wanted.contains(tp)).toList();
@@ -97,7 +94,7 @@ final class ServedPartitions {
      * partition with a steady inflow cannot keep {@code max.poll.records} to itself.
      */
     List<TopicPartition> inTurn() {
-        List<TopicPartition> order = served();
+        List<TopicPartition> order = served(System.nanoTime(), new HashSet<>());
         if (!order.isEmpty()) {
             Collections.rotate(order, -(int) (rotation++ % order.size()));
         }
@@ -137,16 +134,23 @@ final class ServedPartitions {
         return out;
     }
 
-    /** Assigned partitions RDMA serves now: not paused by the application and not in a fallback period. */
-    private List<TopicPartition> served() {
+    /**
+     * Assigned partitions RDMA serves at {@code now}: not paused by the application and not in a fallback period; those
+     * in a fallback period that keeps Kafka's fetch from them go to {@code held}. Each window is looked at once: looked
+     * at again, it may have closed meanwhile (its connection set up on another thread, its period over), and a partition
+     * found neither RDMA's nor held would be resumed for Kafka's fetch.
+     */
+    private List<TopicPartition> served(long now, Set<TopicPartition> held) {
         List<TopicPartition> out = new ArrayList<>();
         if (fetcher == null) {
             return out;
         }
-        long now = System.nanoTime();
         for (TopicPartition tp : delegate.assignment()) {
             Window w = fallbacks.get(tp);
             if (w != null && w.open(now)) {
+                if (w.holds(now)) {
+                    held.add(tp);
+                }
                 continue;
             }
             if (!userPaused.contains(tp)) {

@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -68,6 +69,38 @@ class ServedPartitionsTest {
             served.sync();
             assertThat(served.paused()).isEmpty();
             assertThat(served.inTurn()).as("C still in its fallback period").containsExactlyInAnyOrder(A, B);
+        }
+    }
+
+    /**
+     * A partition held for its exporter connection ({@code rdma.fetch.setup.wait.ms}) stays paused in the internal
+     * consumer while the connection is set up on another thread, even when it is set up during a sync: held, then RDMA's,
+     * never resumed for Kafka's fetch in between.
+     */
+    @Test
+    void aPartitionHeldForItsConnectionIsNotResumedAsTheConnectionComesUpDuringASync() {
+        try (KafkaConsumer<byte[], byte[]> delegate = internal();
+             RdmaTransport transport = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
+             RdmaFetcher fetcher = new RdmaFetcher(transport, new InetSocketAddress("127.0.0.1", 1), Duration.ofSeconds(1))) {
+            ServedPartitions served = new ServedPartitions(delegate, fetcher, new ReadPositions(delegate), new RdmaReadLog("tcp"),
+                    RdmaFetchMetrics.detached());
+            delegate.assign(List.of(A));
+            served.sync();
+            // Set up as soon as the sync first looks at it, as a connect completing on the setup thread meanwhile.
+            CompletableFuture<Void> setUpWhileLookedAt = new CompletableFuture<>() {
+                @Override
+                public boolean isDone() {
+                    boolean before = super.isDone();
+                    complete(null);
+                    return before;
+                }
+            };
+            served.fellBack(A, Duration.ofSeconds(1), setUpWhileLookedAt, Duration.ofSeconds(30));
+            served.sync();
+            assertThat(delegate.paused()).as("held while its connection is set up").containsExactly(A);
+            served.sync();
+            assertThat(delegate.paused()).as("RDMA's once it is set up").containsExactly(A);
+            assertThat(served.inTurn()).containsExactly(A);
         }
     }
 
