@@ -83,8 +83,14 @@ final class ServedPartitions {
         if (!toPause.isEmpty()) {
             delegate.pause(toPause);
         }
+        // Every partition left to Kafka's fetch goes back at RDMA's position, paused or not: the application's
+        // resume() may have resumed one RDMA read ahead of the internal consumer.
+        for (TopicPartition tp : assigned) {
+            if (!wanted.contains(tp)) {
+                positions.handBack(tp);
+            }
+        }
         if (!toResume.isEmpty()) {
-            toResume.forEach(positions::handBack);
             delegate.resume(toResume);
         }
     }

@@ -12,6 +12,7 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 
@@ -101,6 +102,31 @@ class ServedPartitionsTest {
             served.sync();
             assertThat(delegate.paused()).as("RDMA's once it is set up").containsExactly(A);
             assertThat(served.inTurn()).containsExactly(A);
+        }
+    }
+
+    /**
+     * A partition RDMA read ahead of the internal consumer goes back to Kafka's fetch at RDMA's position, also when the
+     * application resumed it (it never paused it) after it fell back: Kafka's fetch would return those records again.
+     */
+    @Test
+    void aPartitionTheApplicationResumedGoesBackToKafkaAtRdmasPosition() {
+        try (KafkaConsumer<byte[], byte[]> delegate = internal();
+             RdmaTransport transport = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
+             RdmaFetcher fetcher = new RdmaFetcher(transport, new InetSocketAddress("127.0.0.1", 1), Duration.ofSeconds(1))) {
+            ReadPositions positions = new ReadPositions(delegate);
+            ServedPartitions served = new ServedPartitions(delegate, fetcher, positions, new RdmaReadLog("tcp"),
+                    RdmaFetchMetrics.detached());
+            delegate.assign(List.of(A));
+            delegate.seek(A, 100);
+            served.sync();
+            positions.advance(A, 150, Optional.empty()); // RDMA returned offsets 100 to 149
+            served.fellBack(A, Duration.ofHours(1));
+            served.resume(List.of(A)); // as resume(assignment()) does
+            served.sync();
+            assertThat(delegate.paused()).as("left to Kafka's fetch").isEmpty();
+            assertThat(delegate.position(A)).as("Kafka's fetch starts where RDMA stopped").isEqualTo(150);
+            assertThat(positions.position(A)).isEqualTo(150);
         }
     }
 
