@@ -116,8 +116,11 @@ final class ExporterConnections implements AutoCloseable {
                 return null;
             }
             pending.put(exporter, setup.connect(exporter, List.copyOf(topics.values())));
-            takeOver(exporter); // A connect that failed at once.
-            return null;
+            takeOver(exporter); // A connect that failed, or completed, at once.
+            c = open.get(exporter);
+            if (c == null) {
+                return null;
+            }
         }
         keepAlive(exporter, c, now);
         return credentials == null || proven(exporter, c, now, topics.values()) ? c : null;

@@ -93,15 +93,20 @@ final class ExporterReads implements AutoCloseable {
      */
     CompletableFuture<Watermark> watermarkAhead(RdmaConnection c, RegionDescriptor region) {
         PooledBuffer buffer = pool.acquire(Watermark.SIZE);
+        // Tracked before the READ is posted: a close() that misses it then comes after the connections closed, so
+        // the READ fails without writing.
+        CompletableFuture<Void> over = new CompletableFuture<>();
+        watermarksInFlight.add(over);
+        over.whenComplete((v, e) -> watermarksInFlight.remove(over));
         CompletableFuture<Void> read;
         try {
             read = c.read(region, 0, buffer.segment());
         } catch (RuntimeException e) {
             buffer.close();
+            over.complete(null);
             return CompletableFuture.completedFuture(null);
         }
-        watermarksInFlight.add(read);
-        read.whenComplete((v, e) -> watermarksInFlight.remove(read)); // after add(), even when already over
+        read.whenComplete((v, e) -> over.complete(null));
         return read.handle((v, e) -> {
             try (buffer) {
                 return e == null ? Watermark.readFrom(buffer.segment()) : null;
