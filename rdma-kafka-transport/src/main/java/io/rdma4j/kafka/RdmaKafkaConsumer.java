@@ -236,6 +236,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
             autoCommit.beforePoll(); // as KafkaConsumer commits before an assignment changes
         }
         delegate.assign(partitions);
+        served.assignedManually();
         positions.retain(delegate.assignment());
     }
 
@@ -250,14 +251,18 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     };
 
     /**
-     * Pauses newly assigned partitions in the internal consumer as soon as a rebalance hands them over,
-     * before it fetches in the same poll: otherwise their first records would come by the normal path.
+     * The listener a subscription runs under: it pauses newly assigned partitions in the internal consumer as soon as
+     * a rebalance hands them over, before it fetches in the same poll (otherwise their first records would come by
+     * the normal path), and RDMA serves a partition only from then until its revocation. The group assigns this
+     * consumer's partitions from now on.
      */
     private ConsumerRebalanceListener handingOver(ConsumerRebalanceListener user) {
+        served.subscribed();
         return new ConsumerRebalanceListener() {
             @Override
             public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-                // KafkaConsumer auto-commits before the application's listener runs; after it the positions are Kafka's.
+                served.revoked(partitions); // RDMA stops here, as Kafka's fetch stops at a revocation
+                // KafkaConsumer auto-commits before the application's listener runs.
                 if (autoCommit != null && !closing && !partitions.isEmpty()) {
                     autoCommit.now("before partitions are revoked");
                 }
@@ -265,12 +270,13 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                     user.onPartitionsRevoked(partitions);
                 } finally {
                     readLog.stopped(partitions, "the partition was revoked");
-                    positions.forget(partitions);
+                    positions.revoke(partitions);
                 }
             }
 
             @Override
             public void onPartitionsLost(Collection<TopicPartition> partitions) {
+                served.revoked(partitions);
                 try {
                     user.onPartitionsLost(partitions);
                 } finally {
@@ -281,6 +287,8 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
 
             @Override
             public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                positions.forget(partitions); // positioned afresh by Kafka
+                served.handedOver(partitions);
                 served.sync();
                 user.onPartitionsAssigned(partitions);
             }
@@ -289,6 +297,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     @Override
     public void unsubscribe() {
         delegate.unsubscribe();
+        served.assignedManually(); // nothing assigned
         positions.forgetAll();
     }
 

@@ -8,6 +8,7 @@ import org.apache.kafka.common.errors.TimeoutException;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -26,6 +27,12 @@ final class ReadPositions {
 
     private final Consumer<?, ?> delegate;
     private final Map<TopicPartition, Ahead> ahead = new HashMap<>();
+    /**
+     * Partitions revoked while RDMA was ahead of the internal consumer: its position there is behind what was
+     * returned, so commits leave them out while they stay assigned (under {@code group.protocol=consumer}, a moment
+     * after their revocation callback). Seeking them instead would log a line per partition at every rebalance.
+     */
+    private final Set<TopicPartition> revokedBehind = new HashSet<>();
 
     ReadPositions(Consumer<?, ?> delegate) {
         this.delegate = delegate;
@@ -53,24 +60,40 @@ final class ReadPositions {
         }
     }
 
-    /** The internal consumer's position of these partitions is theirs again (a seek, a revocation). */
+    /** The internal consumer's position of these partitions is theirs again (a seek, a loss, a new assignment). */
     void forget(Collection<TopicPartition> partitions) {
         ahead.keySet().removeAll(partitions);
+        revokedBehind.removeAll(partitions);
+    }
+
+    /** These partitions are revoked: RDMA reads them no more, and what it returned is committed no more either. */
+    void revoke(Collection<TopicPartition> partitions) {
+        for (TopicPartition tp : partitions) {
+            if (ahead.remove(tp) != null) {
+                revokedBehind.add(tp);
+            }
+        }
     }
 
     void forgetAll() {
         ahead.clear();
+        revokedBehind.clear();
     }
 
     void retain(Set<TopicPartition> assigned) {
         ahead.keySet().retainAll(assigned);
+        revokedBehind.retainAll(assigned);
     }
 
     /** Moves the internal consumer to where RDMA left {@code tp}, before Kafka's fetch path takes it over. */
     void handBack(TopicPartition tp) {
         Ahead a = ahead.remove(tp);
         if (a != null) {
-            delegate.seek(tp, a.next().offset());
+            try {
+                delegate.seek(tp, a.next().offset());
+            } catch (IllegalStateException revoked) {
+                // no longer assigned (group.protocol=consumer removes it on Kafka's background thread): nothing to move
+            }
         }
     }
 
@@ -81,6 +104,9 @@ final class ReadPositions {
     Map<TopicPartition, OffsetAndMetadata> consumed() {
         Map<TopicPartition, OffsetAndMetadata> out = new HashMap<>();
         for (TopicPartition tp : delegate.assignment()) {
+            if (revokedBehind.contains(tp)) {
+                continue;
+            }
             Ahead a = ahead.get(tp);
             if (a != null) {
                 out.put(tp, a.next());

@@ -45,6 +45,14 @@ final class ServedPartitions {
     private final RdmaFetchMetrics metrics;
     private final Set<TopicPartition> userPaused = new HashSet<>();
     private final Map<TopicPartition, Window> fallbacks = new HashMap<>();
+    /**
+     * Whether a subscription assigns the partitions: then RDMA serves only those {@link #handedOver} to this consumer
+     * and not revoked since. Kafka's consumer of {@code group.protocol=consumer} changes the assignment on its
+     * background thread, so {@code assignment()} may hold a partition whose assignment callback has not run yet, or
+     * that is being revoked; Kafka's fetch serves neither.
+     */
+    private boolean groupManaged;
+    private final Set<TopicPartition> handedOver = new HashSet<>();
     /** Which served partition the next poll fetches first. */
     private long rotation;
 
@@ -65,6 +73,7 @@ final class ServedPartitions {
         Set<TopicPartition> assigned = delegate.assignment();
         userPaused.retainAll(assigned); // KafkaConsumer forgets the pause of a revoked partition too.
         fallbacks.keySet().retainAll(assigned);
+        handedOver.retainAll(assigned);
         positions.retain(assigned);
         readLog.retain(assigned, "it is no longer assigned to this consumer");
         metrics.retainPartitions(assigned);
@@ -81,7 +90,7 @@ final class ServedPartitions {
         List<TopicPartition> toPause = wanted.stream().filter(tp -> !paused.contains(tp)).toList();
         List<TopicPartition> toResume = paused.stream().filter(tp -> !wanted.contains(tp)).toList();
         if (!toPause.isEmpty()) {
-            delegate.pause(toPause);
+            whileAssigned(toPause, delegate::pause);
         }
         // Every partition left to Kafka's fetch goes back at RDMA's position, paused or not: the application's
         // resume() may have resumed one RDMA read ahead of the internal consumer.
@@ -91,8 +100,51 @@ final class ServedPartitions {
             }
         }
         if (!toResume.isEmpty()) {
-            delegate.resume(toResume);
+            whileAssigned(toResume, delegate::resume);
         }
+    }
+
+    /**
+     * {@code action} (a pause, a resume) on those of {@code partitions} still assigned: under
+     * {@code group.protocol=consumer} a revoked partition leaves the assignment on Kafka's background thread, and
+     * KafkaConsumer rejects the whole call for it.
+     */
+    private void whileAssigned(List<TopicPartition> partitions, java.util.function.Consumer<List<TopicPartition>> action) {
+        try {
+            action.accept(partitions);
+        } catch (IllegalStateException gone) {
+            Set<TopicPartition> assigned = delegate.assignment();
+            for (TopicPartition tp : partitions) {
+                if (assigned.contains(tp)) {
+                    try {
+                        action.accept(List.of(tp));
+                    } catch (IllegalStateException goneToo) {
+                        // revoked meanwhile as well
+                    }
+                }
+            }
+        }
+    }
+
+    /** A subscription assigns the partitions from now on. */
+    void subscribed() {
+        groupManaged = true;
+    }
+
+    /** The application assigns the partitions (or none, unsubscribed). */
+    void assignedManually() {
+        groupManaged = false;
+        handedOver.clear();
+    }
+
+    /** The group handed {@code partitions} over: their assignment callback runs now. */
+    void handedOver(Collection<TopicPartition> partitions) {
+        handedOver.addAll(partitions);
+    }
+
+    /** {@code partitions} are being revoked, or were lost: RDMA serves them no more. */
+    void revoked(Collection<TopicPartition> partitions) {
+        handedOver.removeAll(partitions);
     }
 
     /**
@@ -152,6 +204,9 @@ final class ServedPartitions {
             return out;
         }
         for (TopicPartition tp : delegate.assignment()) {
+            if (groupManaged && !handedOver.contains(tp)) {
+                continue;
+            }
             Window w = fallbacks.get(tp);
             if (w != null && w.open(now)) {
                 if (w.holds(now)) {

@@ -725,12 +725,15 @@ public class RdmaKafkaConsumerTest {
         }
     }
 
-    @Test
-    void secondGroupMemberJoiningMidStreamLosesNothing() throws Exception {
+    /** With the classic rebalance protocol, and with the consumer protocol of KIP-848 (assignments from the broker). */
+    @ParameterizedTest
+    @ValueSource(strings = {"classic", "consumer"})
+    void secondGroupMemberJoiningMidStreamLosesNothing(String groupProtocol) throws Exception {
         String topic = topic(4, Map.of());
         produce(topic, 4000, 100, Map.of());
         String group = "g-" + topic;
-        Map<String, Object> member = Map.of(ConsumerConfig.GROUP_ID_CONFIG, group, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100");
+        Map<String, Object> member = Map.of(ConsumerConfig.GROUP_ID_CONFIG, group, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "100",
+                ConsumerConfig.GROUP_PROTOCOL_CONFIG, groupProtocol);
         List<Seen> got = new ArrayList<>();
         // Records whose commit failed (a rebalance in progress): a KafkaConsumer may deliver exactly these twice.
         java.util.Set<String> uncommitted = new java.util.HashSet<>();

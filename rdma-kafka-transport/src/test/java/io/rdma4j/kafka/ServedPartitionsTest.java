@@ -130,6 +130,54 @@ class ServedPartitionsTest {
         }
     }
 
+    /**
+     * Under a subscription RDMA serves a partition from its assignment callback to its revocation: with
+     * {@code group.protocol=consumer} the internal consumer's assignment also holds partitions before and after that.
+     */
+    @Test
+    void underASubscriptionRdmaServesOnlyWhatTheGroupHandedOverAndDidNotRevoke() {
+        try (KafkaConsumer<byte[], byte[]> delegate = internal();
+             RdmaTransport transport = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
+             RdmaFetcher fetcher = new RdmaFetcher(transport, new InetSocketAddress("127.0.0.1", 1), Duration.ofSeconds(1))) {
+            ServedPartitions served = new ServedPartitions(delegate, fetcher, new ReadPositions(delegate), new RdmaReadLog("tcp"),
+                    RdmaFetchMetrics.detached());
+            delegate.assign(List.of(A, B)); // what assignment() shows; the group's callbacks come through the calls below
+            served.subscribed();
+            served.handedOver(List.of(A));
+            served.sync();
+            assertThat(served.inTurn()).as("B's assignment callback has not run").containsExactly(A);
+            assertThat(delegate.paused()).containsExactly(A);
+            served.handedOver(List.of(B));
+            served.revoked(List.of(A));
+            served.sync();
+            assertThat(served.inTurn()).as("A is being revoked").containsExactly(B);
+            assertThat(delegate.paused()).containsExactly(B);
+            served.assignedManually();
+            served.sync();
+            assertThat(served.inTurn()).as("assigned by the application: all of it").containsExactlyInAnyOrder(A, B);
+        }
+    }
+
+    /**
+     * A partition revoked while RDMA was ahead of the internal consumer is left out of commits while it stays assigned
+     * ({@code group.protocol=consumer}): the internal consumer's position there is behind what was returned.
+     */
+    @Test
+    void aRevokedPartitionRdmaWasAheadOnIsNotCommittedAtTheInternalConsumersPosition() {
+        try (KafkaConsumer<byte[], byte[]> delegate = internal()) {
+            ReadPositions positions = new ReadPositions(delegate);
+            delegate.assign(List.of(A, B));
+            delegate.seek(A, 100);
+            delegate.seek(B, 200);
+            positions.advance(A, 150, Optional.empty());
+            assertThat(positions.consumed()).containsOnlyKeys(A, B).extractingByKey(A).extracting(o -> o.offset()).isEqualTo(150L);
+            positions.revoke(List.of(A, B));
+            assertThat(positions.consumed()).as("B's position is what was returned; A's is behind").containsOnlyKeys(B);
+            positions.forget(List.of(A)); // assigned again: positioned afresh by Kafka
+            assertThat(positions.consumed()).containsOnlyKeys(A, B);
+        }
+    }
+
     @Test
     void withRdmaOffOnlyTheApplicationsPausesReachTheInternalConsumer() {
         try (KafkaConsumer<byte[], byte[]> delegate = internal()) {
