@@ -147,7 +147,9 @@ final class MessageWriter {
                         + " of " + region.count() + " bytes");
             }
             check(window.send(connection, message));
-            in.progress(n);
+            if (in.current() == region) { // progress goes to the head's promise: not a buffer still sent in place
+                in.progress(n);
+            }
         }
         if (region.transferred() >= region.count()) {
             handedOver.add(HandedOver.REGION);

@@ -26,6 +26,11 @@ final class PendingConnect {
     private boolean skippedRdma4j;
     /** This attempt has tried plain TCP: it does not again. */
     private boolean plainTried;
+    /**
+     * Why rdma4j's connect failed, where this attempt went on over plain TCP: the peer is remembered without rdma4j
+     * only once a plain connect succeeds (refused as well, it may be an rdma4j server restarting).
+     */
+    private Throwable rdma4jFailure;
 
     private PendingConnect(InetSocketAddress remote, ChannelPromise promise) {
         this.remote = remote;
@@ -85,7 +90,7 @@ final class PendingConnect {
             return false;
         }
         plainTried = true;
-        TcpFallback.found(remote, failure);
+        rdma4jFailure = failure;
         PlainSocket plain;
         try {
             plain = PlainSocket.open(channel);
@@ -96,6 +101,14 @@ final class PendingConnect {
         adopt.accept(plain);
         plain.connect(remote, connected);
         return true;
+    }
+
+    /** The plain connect succeeded, so the peer does not run rdma4j and is remembered so; then as {@link #end}. */
+    ChannelPromise endConnectedOverPlainTcp() {
+        if (rdma4jFailure != null) {
+            TcpFallback.found(remote, rdma4jFailure);
+        }
+        return end();
     }
 
     /**

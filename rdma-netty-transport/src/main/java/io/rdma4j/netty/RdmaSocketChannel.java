@@ -415,7 +415,9 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
                 pendingConnect = pending;
                 if (pending.tryRdma4jInstead(link.handler().transport(), this::post)) {
                     plain = null;
-                    p.close(false);
+                    if (p != null) { // null when the socket could not be opened
+                        p.close(false);
+                    }
                     return;
                 }
                 pendingConnect = null;
@@ -425,7 +427,7 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
             }
             return;
         }
-        ChannelPromise promise = pending == null ? null : pending.end();
+        ChannelPromise promise = pending == null ? null : pending.endConnectedOverPlainTcp();
         if (promise == null || state != State.CONNECTING) {
             return; // closed, timed out or cancelled meanwhile: the close closed the socket
         }

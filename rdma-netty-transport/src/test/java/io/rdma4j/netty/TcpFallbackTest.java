@@ -208,6 +208,38 @@ class TcpFallbackTest {
         }
     }
 
+    /**
+     * Refused both over rdma4j and over plain TCP, a peer is not remembered without rdma4j: it may be an rdma4j server
+     * restarting, and the tcp provider's listener would accept a plain connect once it is back.
+     */
+    @Test
+    void aPeerThatRefusesBothConnectsIsNotRememberedAndIsReachedOverRdma4jOnceItListens() throws Exception {
+        try (Socket holder = new Socket()) { // bound, not listening: refuses every connect
+            holder.bind(LOOPBACK);
+            InetSocketAddress address = (InetSocketAddress) holder.getLocalSocketAddress();
+            ChannelFuture refused = client(new Received()).connect(address).await();
+            assertThat(refused.isSuccess()).isFalse();
+            assertThat(TcpFallback.remembered(address)).as("remembered without rdma4j").isNull();
+            holder.close();
+
+            BlockingQueue<Channel> children = new LinkedBlockingQueue<>();
+            Channel server = new ServerBootstrap().group(rdmaGroup).channel(RdmaServerSocketChannel.class)
+                    .childHandler(new ChannelInboundHandlerAdapter() {
+                        @Override
+                        public void channelActive(ChannelHandlerContext ctx) {
+                            children.add(ctx.channel());
+                        }
+                    }).bind(address).sync().channel();
+            try {
+                Channel ch = client(new Received()).connect(address).sync().channel();
+                assertThat(children.poll(10, TimeUnit.SECONDS)).as("an rdma4j connection at the server").isNotNull();
+                ch.close().sync();
+            } finally {
+                server.close().sync();
+            }
+        }
+    }
+
     @Test
     void withoutFallbackTheConnectFailsSayingThePeerDoesNotRunRdma4j() throws Exception {
         PlainServer server = PlainServer.greetingAndEchoing();
