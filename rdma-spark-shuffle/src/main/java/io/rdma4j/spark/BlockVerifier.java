@@ -6,7 +6,6 @@ import org.apache.spark.storage.BlockManagerId;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Checks blocks against the checksums their map task wrote ({@code spark.shuffle.checksum.algorithm}) before Spark
@@ -47,9 +46,10 @@ final class BlockVerifier {
     private void rereadOnce(Batch batch, MapRange range, MemorySegment rangeBytes, int blockIndex) {
         WantedBlock wanted = new WantedBlock(range.blocks().get(blockIndex), range.mapIndex());
         try {
-            batch.connection().read(range.data(), range.start(), rangeBytes)
-                    .get(conf.transport().operationTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS);
-        } catch (Exception e) {
+            // Waits until the read no longer owns rangeBytes, interrupted or not: the buffer goes back to the pool
+            // with the batch, and a READ still landing in it would write into another task's blocks.
+            batch.connection().readAndWait(range.data(), range.start(), rangeBytes);
+        } catch (RuntimeException e) {
             throw failures.of(range.peer(), wanted, "re-reading a corrupted block from executor " + batch.executorId() + " failed: " + e, e);
         }
         if (checksum(range.block(rangeBytes, blockIndex)) != range.checksums()[blockIndex]) {

@@ -60,6 +60,8 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     private final Queue<PeerConnections.Lease> leases = new ConcurrentLinkedQueue<>();
     /** Maps the files of executors on this host; created by the first such peer. */
     private HostLocalMapOutputs hostLocal;
+    /** Task thread only: the fallback and the task's completion listener both clean up. */
+    private boolean cleanedUp;
 
     RdmaBlockFetcher(ExecutorRuntime runtime, int shuffleId, TaskContext context, ShuffleReadMetricsReporter metrics,
                      SerializerManager serializerManager) {
@@ -210,8 +212,8 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     private void takeCompleted(Completed result) {
         Batch batch = result.batch();
         MapRange range = result.range();
-        reads.readTaken(result);
         try {
+            reads.readTaken(result); // issues the next reads: a failure there still lets this one go below
             if (result.failure() != null) {
                 runtime.forget(batch.executorId(), batch.connection());
                 throw failures.of(range.peer(), new WantedBlock(range.blocks().getFirst(), range.mapIndex()),
@@ -228,8 +230,15 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         }
     }
 
-    /** Gives every buffer and peer connection back; called when the task ends, however it ends. */
+    /**
+     * Gives every buffer and peer connection back; called when the task ends, however it ends, and before that by a
+     * reader that falls back to Spark's transfer: the second call does nothing (an arena closes once).
+     */
     void cleanup() {
+        if (cleanedUp) {
+            return;
+        }
+        cleanedUp = true;
         reads.close();
         ready.clear();
         for (PeerConnections.Lease lease; (lease = leases.poll()) != null; ) {

@@ -118,10 +118,8 @@ final class RemoteReadPlanner {
                             + " published a corrupt index for map " + span.output().mapId() + ": " + e.getMessage(), e));
                 }
                 long[] checksums = span.checksumAt() < 0 ? null : ShuffleIndexFormat.entries(sink, span.checksumAt(), partitions);
-                MapRange range = mapRange(peer, span.blocks(), span.output().data(), span.minReduce(), entries, checksums);
-                if (range != null) {
-                    ranges.add(range);
-                }
+                ranges.addAll(mapRanges(peer, span.blocks(), span.output().data(), span.minReduce(), entries, checksums,
+                        runtime.conf.targetRequestSize()));
             }
         }
         return batches(peerId, connection, ranges, runtime.conf.targetRequestSize());
@@ -160,8 +158,50 @@ final class RemoteReadPlanner {
      */
     static MapRange mapRange(BlockManagerId peer, List<WantedBlock> blocks, RegionDescriptor data, int minReduce,
                              long[] entries, long[] checksums) {
-        long start = entries[0];
-        long end = entries[entries.length - 1];
+        return mapRange(peer, blocks, data, minReduce, entries, checksums, entries[0], entries[entries.length - 1]);
+    }
+
+    /**
+     * As {@link #mapRange}, split where the range would exceed {@code target} bytes (a block larger than that is a
+     * range of its own): a reducer given many partitions of one map output (AQE's local shuffle reader, a coalesced
+     * range) then holds about {@code target} bytes per READ rather than the whole output.
+     */
+    static List<MapRange> mapRanges(BlockManagerId peer, List<WantedBlock> blocks, RegionDescriptor data, int minReduce,
+                                    long[] entries, long[] checksums, long target) {
+        if (entries[entries.length - 1] - entries[0] <= target) {
+            MapRange whole = mapRange(peer, blocks, data, minReduce, entries, checksums);
+            return whole == null ? List.of() : List.of(whole);
+        }
+        List<WantedBlock> inFileOrder = blocks.stream()
+                .sorted(java.util.Comparator.comparingInt(w -> w.blockId().reduceId())).toList();
+        List<MapRange> out = new ArrayList<>();
+        List<WantedBlock> window = new ArrayList<>();
+        long windowStart = 0;
+        long windowEnd = 0;
+        for (WantedBlock w : inFileOrder) {
+            int r = w.blockId().reduceId() - minReduce;
+            if (entries[r + 1] == entries[r]) {
+                continue;
+            }
+            if (!window.isEmpty() && entries[r + 1] - windowStart > target) {
+                out.add(mapRange(peer, window, data, minReduce, entries, checksums, windowStart, windowEnd));
+                window = new ArrayList<>();
+            }
+            if (window.isEmpty()) {
+                windowStart = entries[r];
+            }
+            window.add(w);
+            windowEnd = entries[r + 1];
+        }
+        if (!window.isEmpty()) {
+            out.add(mapRange(peer, window, data, minReduce, entries, checksums, windowStart, windowEnd));
+        }
+        return out;
+    }
+
+    /** The range from byte {@code start} to {@code end} of the data file, holding the non-empty ones of {@code blocks}. */
+    private static MapRange mapRange(BlockManagerId peer, List<WantedBlock> blocks, RegionDescriptor data, int minReduce,
+                                     long[] entries, long[] checksums, long start, long end) {
         List<ShuffleBlockId> ids = new ArrayList<>();
         List<long[]> parts = new ArrayList<>();
         for (WantedBlock w : blocks) {

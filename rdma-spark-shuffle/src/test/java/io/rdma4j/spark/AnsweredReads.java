@@ -1,12 +1,14 @@
 package io.rdma4j.spark;
 
 import io.rdma4j.core.RdmaConnection;
+import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RegionDescriptor;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.reflect.Proxy;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
@@ -32,19 +34,29 @@ final class AnsweredReads {
     volatile Throwable failure;
 
     final RdmaConnection connection = (RdmaConnection) Proxy.newProxyInstance(RdmaConnection.class.getClassLoader(),
-            new Class<?>[] {RdmaConnection.class}, (proxy, method, args) -> {
-                if (!method.getName().equals("read")) {
-                    throw new UnsupportedOperationException(method.getName());
+            new Class<?>[] {RdmaConnection.class}, (proxy, method, args) -> switch (method.getName()) {
+                case "read" -> issue(args).done();
+                case "readAndWait" -> {
+                    try {
+                        issue(args).done().join(); // as the real one: returns once the sink is no longer written
+                    } catch (CompletionException e) {
+                        throw e.getCause() instanceof RuntimeException r ? r : new RdmaException(e.getCause().toString(), e.getCause());
+                    }
+                    yield null;
                 }
-                Read read = new Read((RegionDescriptor) args[0], (Long) args[1], (MemorySegment) args[2], new CompletableFuture<>());
-                reads.add(read);
-                if (failure != null) {
-                    read.done().completeExceptionally(failure);
-                } else if (peerBytes != null) {
-                    byte[] at = java.util.Arrays.copyOfRange(peerBytes, (int) read.remoteOffset(),
-                            (int) (read.remoteOffset() + read.sink().byteSize()));
-                    read.answer(at);
-                }
-                return read.done();
+                default -> throw new UnsupportedOperationException(method.getName());
             });
+
+    private Read issue(Object[] args) {
+        Read read = new Read((RegionDescriptor) args[0], (Long) args[1], (MemorySegment) args[2], new CompletableFuture<>());
+        reads.add(read);
+        if (failure != null) {
+            read.done().completeExceptionally(failure);
+        } else if (peerBytes != null) {
+            byte[] at = java.util.Arrays.copyOfRange(peerBytes, (int) read.remoteOffset(),
+                    (int) (read.remoteOffset() + read.sink().byteSize()));
+            read.answer(at);
+        }
+        return read;
+    }
 }

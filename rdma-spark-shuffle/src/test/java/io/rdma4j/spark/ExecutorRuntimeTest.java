@@ -6,12 +6,14 @@ import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
 import org.apache.spark.storage.BlockManagerId;
+import org.apache.spark.storage.ShuffleBlockId;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import scala.Option;
+import scala.Tuple2;
 
 import java.io.File;
 import java.io.IOException;
@@ -136,6 +138,27 @@ class ExecutorRuntimeTest {
         assertThat(runtime.hostLocalDirs(elsewhere)).isNull();
         BlockManagerId unknown = BlockManagerId.apply("no-such-executor", own.host(), own.port(), Option.empty());
         assertThat(runtime.hostLocalDirs(unknown)).as("the driver knows no directories of it").isNull();
+    }
+
+    /**
+     * A reader that meets an unreachable peer after a peer on its own host cleans up before it falls back to Spark's
+     * transfer, and again when its task ends: the second cleanup must not fail the task (the host-local files' arena
+     * closes once).
+     */
+    @Test
+    void aFetcherFallingBackAfterAHostLocalPeerCleansUpTwiceWithoutFailing() {
+        BlockManagerId own = env.blockManager().blockManagerId();
+        EndpointRegistry.connect(env).register("host-peer", runtime.endpoint(), "tcp",
+                List.of(env.blockManager().diskBlockManager().localDirsString()));
+        BlockManagerId hostPeer = BlockManagerId.apply("host-peer", own.host(), own.port(), Option.empty());
+        BlockManagerId unreachable = BlockManagerId.apply("no-such-executor", "10.255.255.1", own.port(), Option.empty());
+        List<Tuple2<BlockManagerId, List<WantedBlock>>> groups = List.of(
+                new Tuple2<>(hostPeer, List.of(new WantedBlock(new ShuffleBlockId(SHUFFLE, 1, 0), 0))),
+                new Tuple2<>(unreachable, List.of(new WantedBlock(new ShuffleBlockId(SHUFFLE, 2, 0), 1))));
+        RdmaBlockFetcher fetcher = new RdmaBlockFetcher(runtime, SHUFFLE, null, null, env.serializerManager());
+        assertThatThrownBy(() -> fetcher.start(groups)).isInstanceOf(PeerUnreachableException.class);
+        fetcher.cleanup(); // the reader, falling back
+        fetcher.cleanup(); // the task's completion listener
     }
 
     /** Map output {@code mapId} of {@link #SHUFFLE} with one partition per string, as Spark's sort shuffle writes it. */

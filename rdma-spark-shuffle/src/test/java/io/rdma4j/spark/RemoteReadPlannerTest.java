@@ -51,6 +51,26 @@ class RemoteReadPlannerTest {
     }
 
     @Test
+    void aMapOutputLargerThanTheTargetIsSplitIntoRangesOfAtMostTheTargetButABigBlockIsOneRange() {
+        // Partitions 0 to 4 from byte 100: 40, 40, 0, 40 and 150 bytes.
+        long[] entries = {100, 140, 180, 180, 220, 370};
+        List<WantedBlock> all = List.of(wanted(7, 4), wanted(7, 0), wanted(7, 1), wanted(7, 2), wanted(7, 3));
+
+        List<MapRange> ranges = RemoteReadPlanner.mapRanges(PEER, all, DATA, 0, entries, null, 100);
+
+        assertThat(ranges).extracting(MapRange::start).containsExactly(100L, 180L, 220L);
+        assertThat(ranges).extracting(MapRange::length).containsExactly(80L, 40L, 150L);
+        assertThat(ranges).extracting(r -> r.blocks().stream().map(ShuffleBlockId::reduceId).toList())
+                .as("every non-empty block once, in file order").containsExactly(List.of(0, 1), List.of(3), List.of(4));
+        assertThat(ranges.getFirst().blockOffsets()).containsExactly(0, 40);
+        assertThat(ranges).allSatisfy(r -> assertThat(r.mapIndex()).isEqualTo(107));
+
+        assertThat(RemoteReadPlanner.mapRanges(PEER, all, DATA, 0, entries, null, 270))
+                .as("within the target: the one range of mapRange").singleElement()
+                .satisfies(r -> assertThat(r.blocks()).extracting(ShuffleBlockId::reduceId).containsExactly(4, 0, 1, 3));
+    }
+
+    @Test
     void rangesAreBatchedInOrderUpToTheTargetAndABigRangeIsABatchOfItsOwn() {
         AnsweredReads peer = new AnsweredReads();
         List<MapRange> ranges = LongStream.of(40, 50, 30, 120, 10).mapToObj(length -> new MapRange(PEER, length, 0, DATA, 0,
