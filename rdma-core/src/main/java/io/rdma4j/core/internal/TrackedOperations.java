@@ -56,6 +56,7 @@ final class TrackedOperations {
     }
 
     CompletableFuture<Void> readAll(List<ReadRequest> reads) {
+        List<CompletableFuture<Void>> results = new ArrayList<>();
         try {
             connection.checkOpen();
             List<Op> ops = new ArrayList<>(reads.size());
@@ -64,14 +65,19 @@ final class TrackedOperations {
                 DefaultRegion local = transport.localRegion(r.sink(), Access.LOCAL_WRITE);
                 split(ops, r.remote(), r.remoteOffset(), r.sink(), local);
             }
-            List<CompletableFuture<Void>> results = new ArrayList<>(ops.size());
             for (int from = 0; from < ops.size(); from += BATCH_GROUP) {
                 List<Op> group = ops.subList(from, Math.min(ops.size(), from + BATCH_GROUP));
                 results.addAll(startGroup(OperationType.READ, group));
             }
             return Futures.allOf(results);
         } catch (RuntimeException e) {
-            return CompletableFuture.failedFuture(e);
+            if (results.isEmpty()) {
+                return CompletableFuture.failedFuture(e);
+            }
+            // Earlier groups' READs are posted: the sinks are the caller's again only once those are over.
+            return CompletableFuture.allOf(results.toArray(CompletableFuture[]::new)).handle((v, ignored) -> {
+                throw e;
+            });
         }
     }
 
