@@ -184,18 +184,7 @@ class TcpFallbackTest {
         }
 
         BlockingQueue<Channel> children = new LinkedBlockingQueue<>();
-        Channel server = new ServerBootstrap().group(rdmaGroup).channel(RdmaServerSocketChannel.class)
-                .childHandler(new ChannelInboundHandlerAdapter() {
-                    @Override
-                    public void channelActive(ChannelHandlerContext ctx) {
-                        children.add(ctx.channel());
-                    }
-
-                    @Override
-                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                        ctx.writeAndFlush(msg);
-                    }
-                }).bind(address).sync().channel();
+        Channel server = echoingRdma4jServer(address, children);
         try {
             Received received = new Received();
             Channel ch = client(received).connect(address).sync().channel();
@@ -223,13 +212,7 @@ class TcpFallbackTest {
             holder.close();
 
             BlockingQueue<Channel> children = new LinkedBlockingQueue<>();
-            Channel server = new ServerBootstrap().group(rdmaGroup).channel(RdmaServerSocketChannel.class)
-                    .childHandler(new ChannelInboundHandlerAdapter() {
-                        @Override
-                        public void channelActive(ChannelHandlerContext ctx) {
-                            children.add(ctx.channel());
-                        }
-                    }).bind(address).sync().channel();
+            Channel server = echoingRdma4jServer(address, children);
             try {
                 Channel ch = client(new Received()).connect(address).sync().channel();
                 assertThat(children.poll(10, TimeUnit.SECONDS)).as("an rdma4j connection at the server").isNotNull();
@@ -293,6 +276,23 @@ class TcpFallbackTest {
                 Thread.sleep(20);
             }
         }
+    }
+
+    /** An rdma4j server on {@code address} that echoes what it reads; its connections go to {@code children}. */
+    private static Channel echoingRdma4jServer(InetSocketAddress address, BlockingQueue<Channel> children)
+            throws InterruptedException {
+        return new ServerBootstrap().group(rdmaGroup).channel(RdmaServerSocketChannel.class)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        children.add(ctx.channel());
+                    }
+
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ctx.writeAndFlush(msg);
+                    }
+                }).bind(address).sync().channel();
     }
 
     private static Bootstrap client(Received handler) {
