@@ -28,6 +28,23 @@ class ServedPartitionsTest {
     private static final TopicPartition B = new TopicPartition("t", 1);
     private static final TopicPartition C = new TopicPartition("t", 2);
 
+    /** A ServedPartitions over an internal consumer and a fetcher of a tcp transport, closed together. */
+    private static final class RdmaServed implements AutoCloseable {
+        final KafkaConsumer<byte[], byte[]> delegate = internal();
+        final RdmaTransport transport = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
+        final RdmaFetcher fetcher = new RdmaFetcher(transport, new InetSocketAddress("127.0.0.1", 1), Duration.ofSeconds(1));
+        final ReadPositions positions = new ReadPositions(delegate);
+        final ServedPartitions served = new ServedPartitions(delegate, fetcher, positions, new RdmaReadLog("tcp"),
+                RdmaFetchMetrics.detached());
+
+        @Override
+        public void close() {
+            try (delegate; transport; fetcher) {
+                // closed in reverse order: the fetcher, the transport, the consumer
+            }
+        }
+    }
+
     private static KafkaConsumer<byte[], byte[]> internal() {
         return new KafkaConsumer<>(Map.of(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1"),
                 new ByteArrayDeserializer(), new ByteArrayDeserializer());
@@ -35,11 +52,9 @@ class ServedPartitionsTest {
 
     @Test
     void rdmasPartitionsAreFetchedInTurnAndPausedInTheInternalConsumer() {
-        try (KafkaConsumer<byte[], byte[]> delegate = internal();
-             RdmaTransport transport = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
-             RdmaFetcher fetcher = new RdmaFetcher(transport, new InetSocketAddress("127.0.0.1", 1), Duration.ofSeconds(1))) {
-            ServedPartitions served = new ServedPartitions(delegate, fetcher, new ReadPositions(delegate), new RdmaReadLog("tcp"),
-                    RdmaFetchMetrics.detached());
+        try (RdmaServed rdma = new RdmaServed()) {
+            KafkaConsumer<byte[], byte[]> delegate = rdma.delegate;
+            ServedPartitions served = rdma.served;
             delegate.assign(List.of(A, B, C));
             served.sync();
             assertThat(delegate.paused()).as("RDMA serves all three").containsExactlyInAnyOrder(A, B, C);
@@ -80,11 +95,9 @@ class ServedPartitionsTest {
      */
     @Test
     void aPartitionHeldForItsConnectionIsNotResumedAsTheConnectionComesUpDuringASync() {
-        try (KafkaConsumer<byte[], byte[]> delegate = internal();
-             RdmaTransport transport = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
-             RdmaFetcher fetcher = new RdmaFetcher(transport, new InetSocketAddress("127.0.0.1", 1), Duration.ofSeconds(1))) {
-            ServedPartitions served = new ServedPartitions(delegate, fetcher, new ReadPositions(delegate), new RdmaReadLog("tcp"),
-                    RdmaFetchMetrics.detached());
+        try (RdmaServed rdma = new RdmaServed()) {
+            KafkaConsumer<byte[], byte[]> delegate = rdma.delegate;
+            ServedPartitions served = rdma.served;
             delegate.assign(List.of(A));
             served.sync();
             // Set up as soon as the sync first looks at it, as a connect completing on the setup thread meanwhile.
@@ -111,12 +124,10 @@ class ServedPartitionsTest {
      */
     @Test
     void aPartitionTheApplicationResumedGoesBackToKafkaAtRdmasPosition() {
-        try (KafkaConsumer<byte[], byte[]> delegate = internal();
-             RdmaTransport transport = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
-             RdmaFetcher fetcher = new RdmaFetcher(transport, new InetSocketAddress("127.0.0.1", 1), Duration.ofSeconds(1))) {
-            ReadPositions positions = new ReadPositions(delegate);
-            ServedPartitions served = new ServedPartitions(delegate, fetcher, positions, new RdmaReadLog("tcp"),
-                    RdmaFetchMetrics.detached());
+        try (RdmaServed rdma = new RdmaServed()) {
+            KafkaConsumer<byte[], byte[]> delegate = rdma.delegate;
+            ServedPartitions served = rdma.served;
+            ReadPositions positions = rdma.positions;
             delegate.assign(List.of(A));
             delegate.seek(A, 100);
             served.sync();
@@ -136,11 +147,9 @@ class ServedPartitionsTest {
      */
     @Test
     void underASubscriptionRdmaServesOnlyWhatTheGroupHandedOverAndDidNotRevoke() {
-        try (KafkaConsumer<byte[], byte[]> delegate = internal();
-             RdmaTransport transport = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
-             RdmaFetcher fetcher = new RdmaFetcher(transport, new InetSocketAddress("127.0.0.1", 1), Duration.ofSeconds(1))) {
-            ServedPartitions served = new ServedPartitions(delegate, fetcher, new ReadPositions(delegate), new RdmaReadLog("tcp"),
-                    RdmaFetchMetrics.detached());
+        try (RdmaServed rdma = new RdmaServed()) {
+            KafkaConsumer<byte[], byte[]> delegate = rdma.delegate;
+            ServedPartitions served = rdma.served;
             delegate.assign(List.of(A, B)); // what assignment() shows; the group's callbacks come through the calls below
             served.subscribed();
             served.handedOver(List.of(A));
