@@ -22,9 +22,12 @@ import java.util.regex.Pattern;
 final class JmhRuns {
 
     static final int FORKS = 1;
-    /** Enough for C2 to be done with the transport on 2 cores; with 2 it still compiled in the first measured seconds. */
-    static final int WARMUP_ITERATIONS = 5;
-    static final int MEASUREMENT_ITERATIONS = 5;
+    /**
+     * Enough for C2 to be done with the transport on 2 cores; with 2 it still compiled in the first measured seconds.
+     * {@code -Dbench.warmups=1 -Dbench.measurements=1} checks a set-up quickly (a JDK carried to another machine).
+     */
+    static final int WARMUP_ITERATIONS = Integer.getInteger("bench.warmups", 5);
+    static final int MEASUREMENT_ITERATIONS = Integer.getInteger("bench.measurements", 5);
     static final TimeValue ITERATION = TimeValue.seconds(1);
 
     private final Collection<RunResult> results;

@@ -11,12 +11,20 @@ import static io.rdma4j.it.bench.JmhRuns.score;
  * The cost of TLS on the tcp provider: the read benchmarks of {@link TransportBenchmark} over plain tcp and over
  * mutual TLS 1.3 with a shared secret, in one run. Run with {@code ./mvnw -B -Pbench -pl it/bench-transport -am
  * verify -Dtest=TcpTlsCostBenchmark -Dsurefire.failIfNoSpecifiedTests=false} (the table also lands in
- * {@code target/bench-tls-results.txt}).
+ * {@code target/bench-tls-results.txt}), or {@code main} on the test class path.
  */
 class TcpTlsCostBenchmark {
 
     @Test
     void tlsAgainstPlainTcp() throws Exception {
+        run();
+    }
+
+    public static void main(String[] args) throws Exception {
+        run();
+    }
+
+    static void run() throws Exception {
         JmhRuns runs = JmhRuns.run("rdma4j tcp provider, mutual TLS 1.3 + shared secret vs plain", new OptionsBuilder()
                 .include(JmhRuns.method(SmallReadLatency.class, "tcpReadAndWait"))
                 .include(JmhRuns.method(LargeReadThroughput.class, "tcp"))
