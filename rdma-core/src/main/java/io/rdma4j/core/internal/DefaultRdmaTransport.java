@@ -8,6 +8,7 @@ import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaListener;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.RegisteredMemoryLimitException;
 import io.rdma4j.core.RegistrationException;
 import io.rdma4j.core.RequestHandlers;
 import io.rdma4j.core.TransportConfig;
@@ -168,6 +169,8 @@ final class DefaultRdmaTransport implements RdmaTransport {
                 MemorySegment readOnly = channel.map(FileChannel.MapMode.READ_ONLY, 0, length, arena);
                 try {
                     return register(readOnly, Access.remoteRead());
+                } catch (RegisteredMemoryLimitException full) {
+                    throw full; // a writable mapping counts the same against the limit
                 } catch (RegistrationException refused) {
                     // the refused mapping stays in the caller's arena until it closes (once per transport)
                     readOnlyMappingsRefused = true;

@@ -33,18 +33,20 @@ import java.util.Set;
  * @param tls                      TLS settings, or null for plain tcp
  * @param awaitSpinNanos           how long a caller waiting on its own operation ({@code readAndWait}) checks for the
  *                                 answer before it sleeps: waking a sleeping thread costs more than a round trip
+ * @param maxRegisteredBytes       bytes the transport's live regions may span together, as {@code RLIMIT_MEMLOCK}
+ *                                 bounds what verbs pins: a registration past it is refused
  */
 record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeout, int maxUnsentResponses,
                   long maxUnsentResponseBytes, long maxInboxBytes, long maxBufferedBytes, int maxConnections, int maxConnectionsPerAddress,
                   int maxHandshakes, int maxHandshakesPerAddress, Duration handshakeTimeout, Duration idleTimeout, int maxRejections, TcpTls tls,
-                  long awaitSpinNanos) {
+                  long awaitSpinNanos, long maxRegisteredBytes) {
 
     static final Set<String> KEYS = Set.of("chunk-size", "max-request-bytes", "region-close-timeout",
             "max-unsent-responses", "max-unsent-response-bytes", "max-inbox-bytes", "max-buffered-bytes", "max-connections",
             "max-connections-per-address", "max-handshakes", "max-handshakes-per-address", "handshake-timeout",
             "idle-timeout", "max-rejections", "tls", "tls.key-store",
             "tls.key-store-password", "tls.trust-store", "tls.trust-store-password", "tls.client-auth", "tls.authentication",
-            "await-spin-micros");
+            "await-spin-micros", "max-registered-bytes");
 
     /** Longer than a loopback or LAN round trip, short enough that a slow answer wastes little CPU. */
     static final long DEFAULT_AWAIT_SPIN_MICROS = 50;
@@ -75,8 +77,10 @@ record TcpOptions(int chunkSize, long maxRequestBytes, Duration regionCloseTimeo
         }
         int rejections = (int) count(config, "max-rejections", 3, 1, 1 << 20);
         long spinMicros = count(config, "await-spin-micros", DEFAULT_AWAIT_SPIN_MICROS, 0, 1_000_000);
+        long registered = bytes(config, "max-registered-bytes", Long.MAX_VALUE, 0, Long.MAX_VALUE);
         return new TcpOptions((int) chunk, maxRequest, closeWait, unsent, unsentBytes, inbox, buffered, connections, perAddress,
-                handshakes, handshakesPerAddress, handshake, idle, rejections, TcpTls.from(config).orElse(null), spinMicros * 1000);
+                handshakes, handshakesPerAddress, handshake, idle, rejections, TcpTls.from(config).orElse(null), spinMicros * 1000,
+                registered);
     }
 
     /** A quarter of the heap, at most 256 MiB: what peers may make one transport hold stays well inside -Xmx. */

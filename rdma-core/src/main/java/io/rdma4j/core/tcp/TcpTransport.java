@@ -4,6 +4,7 @@ import io.rdma4j.core.Access;
 import io.rdma4j.core.ConnectionClosedException;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTimeoutException;
+import io.rdma4j.core.RegisteredMemoryLimitException;
 import io.rdma4j.core.RemoteAccessException;
 import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.metrics.TransportMetrics;
@@ -52,6 +53,8 @@ final class TcpTransport implements ProviderTransport {
     private final AtomicLong unsentResponseBytes = new AtomicLong();
     /** Messages admitted by a reader and not yet in the application's inbox (see ReadBounds#admitMessage). */
     private final AtomicLong admittedMessageBytes = new AtomicLong();
+    /** Bytes the live regions span, against tcp.max-registered-bytes. */
+    private final AtomicLong registeredBytes = new AtomicLong();
 
     TcpTransport(TransportConfig config, TcpOptions options, TransportMetrics metrics) {
         this.config = config;
@@ -109,6 +112,15 @@ final class TcpTransport implements ProviderTransport {
     @Override
     public ProviderRegion register(MemorySegment segment, Set<Access> access) {
         checkOpen();
+        long bytes = segment.byteSize();
+        long total = registeredBytes.addAndGet(bytes);
+        if (total < 0 || total > options.maxRegisteredBytes()) {
+            registeredBytes.addAndGet(-bytes);
+            throw new RegisteredMemoryLimitException("registering " + bytes + " bytes would take this tcp transport's "
+                    + "registered memory to " + (total < 0 ? "more than " + Long.MAX_VALUE : total) + " bytes, past "
+                    + "tcp.max-registered-bytes=" + options.maxRegisteredBytes() + " (the tcp provider's RLIMIT_MEMLOCK): "
+                    + "raise it, or close regions no longer read");
+        }
         while (true) {
             long key = random.nextLong();
             if (key == 0) {
@@ -121,8 +133,11 @@ final class TcpTransport implements ProviderTransport {
         }
     }
 
+    /** Once per region, as it closes. */
     void forget(TcpRegion region) {
-        regions.remove(region.key(), region);
+        if (regions.remove(region.key(), region)) {
+            registeredBytes.addAndGet(-region.segment().byteSize());
+        }
     }
 
     /**

@@ -5,6 +5,7 @@ import io.rdma4j.core.ConnectionClosedException;
 import io.rdma4j.core.ProviderUnavailableException;
 import io.rdma4j.core.RdmaException;
 import io.rdma4j.core.RdmaTimeoutException;
+import io.rdma4j.core.RegisteredMemoryLimitException;
 import io.rdma4j.core.RegistrationException;
 import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.metrics.TransportMetrics;
@@ -172,7 +173,7 @@ final class VerbsTransport implements ProviderTransport {
         String what = "ibv_reg_mr of " + bytes + " bytes failed: " + Errno.name(errno);
         if (errno == Errno.ENOMEM || errno == Errno.EPERM || errno == Errno.EAGAIN) {
             String limit = MemlockLimit.current().map(MemlockLimit::toString).orElse("memlock limit unknown");
-            return new RegistrationException(what + ": registered memory is pinned and counts against RLIMIT_MEMLOCK ("
+            return new RegisteredMemoryLimitException(what + ": registered memory is pinned and counts against RLIMIT_MEMLOCK ("
                     + limit + "); raise it: `ulimit -l unlimited` in the shell, LimitMEMLOCK=infinity for systemd services, "
                     + "`* - memlock unlimited` in /etc/security/limits.conf, or `--ulimit memlock=-1` for containers");
         }

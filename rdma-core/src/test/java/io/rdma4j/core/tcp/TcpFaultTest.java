@@ -10,6 +10,7 @@ import io.rdma4j.core.RdmaTimeoutException;
 import io.rdma4j.core.ReadRequest;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.core.RegisteredMemoryLimitException;
 import io.rdma4j.core.RegisteredRegion;
 import io.rdma4j.core.RemoteAccessException;
 import io.rdma4j.core.TransportConfig;
@@ -152,6 +153,30 @@ class TcpFaultTest {
             again.read(region.descriptor(), 0, sink.asSlice(0, 4096)).get(10, TimeUnit.SECONDS);
             assertThat(sink.asSlice(0, 4096).toArray(ValueLayout.JAVA_BYTE)).as("the responder still serves what is left")
                     .isEqualTo(java.util.Arrays.copyOf(content, 4096));
+        }
+    }
+
+    /**
+     * {@code tcp.max-registered-bytes} bounds what the live regions span together, as RLIMIT_MEMLOCK bounds what verbs
+     * pins: a registration past it (a file's too) is refused with a {@link RegisteredMemoryLimitException} that names
+     * the setting, and a closed region makes room again.
+     */
+    @Test
+    void registrationsPastTheRegisteredMemoryLimitAreRefusedUntilRegionsClose(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("map-output.data");
+        Files.write(file, new byte[8192]);
+        try (RdmaTransport t = RdmaTransport.open(tcp(b -> b.providerOption("tcp.max-registered-bytes", "16k")))) {
+            RegisteredRegion first = t.register(arena.allocate(12 * 1024), Access.remoteRead());
+            assertThatThrownBy(() -> t.registerFile(file, 8192, arena)).isInstanceOf(RegisteredMemoryLimitException.class)
+                    .hasMessageContaining("tcp.max-registered-bytes=16384").hasMessageContaining("20480 bytes");
+            RegisteredRegion second = t.register(arena.allocate(4096), Access.remoteRead());
+            assertThat(t.registeredRegions()).isEqualTo(2);
+            first.close();
+            RegisteredRegion mapped = t.registerFile(file, 8192, arena);
+            assertThat(mapped.segment().byteSize()).isEqualTo(8192);
+            second.close();
+            mapped.close();
+            assertThat(t.registeredRegions()).isZero();
         }
     }
 
