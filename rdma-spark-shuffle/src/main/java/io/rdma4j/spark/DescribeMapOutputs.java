@@ -18,6 +18,8 @@ final class DescribeMapOutputs {
     private static final int PRESENT = 1;
     private static final int HAS_DATA = 2;
     private static final int HAS_CHECKSUMS = 4;
+    /** The files are there, but the executor could not register them (its registered-memory limit): Spark serves them. */
+    private static final int NOT_SERVED = 8;
     /** Worst-case bytes of one map output in a reply. */
     static final int REPLY_ENTRY_SIZE = 8 + 1 + 3 * RegionDescriptor.SERIALIZED_SIZE;
 
@@ -26,10 +28,22 @@ final class DescribeMapOutputs {
 
     record Request(int shuffleId, long[] mapIds) { }
 
-    /** A map output's regions; {@code data} is null for an empty data file, {@code checksums} when checksums are off. */
-    record MapOutput(long mapId, boolean present, RegionDescriptor index, RegionDescriptor data, RegionDescriptor checksums) {
+    /**
+     * A map output's regions; {@code data} is null for an empty data file, {@code checksums} when checksums are off.
+     * Not {@code present}: the executor has no such files, or ({@code notServed}) cannot register them for reads.
+     */
+    record MapOutput(long mapId, boolean present, RegionDescriptor index, RegionDescriptor data, RegionDescriptor checksums,
+                     boolean notServed) {
+        MapOutput(long mapId, boolean present, RegionDescriptor index, RegionDescriptor data, RegionDescriptor checksums) {
+            this(mapId, present, index, data, checksums, false);
+        }
+
         static MapOutput missing(long mapId) {
             return new MapOutput(mapId, false, null, null, null);
+        }
+
+        static MapOutput notServed(long mapId) {
+            return new MapOutput(mapId, false, null, null, null, true);
         }
     }
 
@@ -67,7 +81,8 @@ final class DescribeMapOutputs {
         ByteBuffer b = ByteBuffer.allocate(4 + REPLY_ENTRY_SIZE * outputs.size());
         b.putInt(outputs.size());
         for (MapOutput o : outputs) {
-            int flags = (o.present() ? PRESENT : 0) | (o.data() != null ? HAS_DATA : 0) | (o.checksums() != null ? HAS_CHECKSUMS : 0);
+            int flags = (o.present() ? PRESENT : 0) | (o.data() != null ? HAS_DATA : 0) | (o.checksums() != null ? HAS_CHECKSUMS : 0)
+                    | (o.notServed() ? NOT_SERVED : 0);
             b.putLong(o.mapId()).put((byte) flags);
             if (o.present()) {
                 b.put(o.index().toBytes());
@@ -125,7 +140,7 @@ final class DescribeMapOutputs {
             long mapId = b.getLong();
             int flags = b.get();
             if ((flags & PRESENT) == 0) {
-                outputs.add(MapOutput.missing(mapId));
+                outputs.add((flags & NOT_SERVED) != 0 ? MapOutput.notServed(mapId) : MapOutput.missing(mapId));
                 continue;
             }
             RegionDescriptor index = RegionDescriptor.fromBytes(b);

@@ -49,6 +49,8 @@ final class MapOutputPublisher implements AutoCloseable {
     private volatile boolean closed;
     /** Time spent mapping and registering map outputs, reported per shuffle (lazy vs eager registration cost). */
     private final Map<Integer, java.util.concurrent.atomic.LongAdder> publishNanos = new ConcurrentHashMap<>();
+    /** Shuffles whose refused registration was logged at warning level. */
+    private final java.util.Set<Integer> refusedShuffles = ConcurrentHashMap.newKeySet();
 
     MapOutputPublisher(RdmaTransport transport, IndexShuffleBlockResolver resolver, RdmaShuffleConf conf) {
         this.transport = transport;
@@ -74,6 +76,10 @@ final class MapOutputPublisher implements AutoCloseable {
             return p;
         }
         synchronized (maps) {
+            if (closed || published.get(shuffleId) != maps) {
+                // unpublished (or closed) meanwhile: nothing would release what were registered now
+                return null;
+            }
             p = maps.get(mapId);
             if (p == null) {
                 long start = System.nanoTime();
@@ -135,6 +141,7 @@ final class MapOutputPublisher implements AutoCloseable {
     void unpublish(int shuffleId) {
         Map<Long, Published> maps = published.remove(shuffleId);
         java.util.concurrent.atomic.LongAdder nanos = publishNanos.remove(shuffleId);
+        refusedShuffles.remove(shuffleId);
         if (maps != null) {
             LOG.info("rdma4j shuffle: shuffle {}: {} map outputs were mapped and registered in {} ms in total", shuffleId, maps.size(),
                     nanos == null ? 0 : nanos.sum() / 1_000_000);
@@ -163,13 +170,26 @@ final class MapOutputPublisher implements AutoCloseable {
             try {
                 p = publish(r.shuffleId(), mapId);
             } catch (RuntimeException e) {
-                LOG.warn("rdma4j shuffle: cannot publish shuffle {} map {}: {}", r.shuffleId(), mapId, e.toString());
-                p = null;
+                // The files are there: the reader reads them through Spark's transfer (a registered-memory limit, say).
+                notServed(r.shuffleId(), mapId, e);
+                outputs.add(DescribeMapOutputs.MapOutput.notServed(mapId));
+                continue;
             }
             outputs.add(p == null ? DescribeMapOutputs.MapOutput.missing(mapId)
                     : new DescribeMapOutputs.MapOutput(mapId, true, p.indexRegion(), p.dataRegion(), p.checksumRegion()));
         }
         return DescribeMapOutputs.encodeReply(outputs);
+    }
+
+    /** Logs a refused registration once per shuffle (a reader asks for many map outputs at once), the rest at debug. */
+    private void notServed(int shuffleId, long mapId, RuntimeException e) {
+        RdmaShuffleMetrics.MAP_OUTPUTS_NOT_SERVED.inc();
+        if (refusedShuffles.add(shuffleId)) {
+            LOG.warn("rdma4j shuffle: cannot register shuffle {} map {} for RDMA reads, so readers read this shuffle's "
+                    + "map outputs that cannot be registered through Spark's block transfer: {}", shuffleId, mapId, e.getMessage());
+        } else {
+            LOG.debug("rdma4j shuffle: cannot register shuffle {} map {}: {}", shuffleId, mapId, e.toString());
+        }
     }
 
     @Override

@@ -12,6 +12,8 @@ import org.apache.spark.shuffle.ShuffleReadMetricsReporter;
 import org.apache.spark.storage.BlockId;
 import org.apache.spark.storage.BlockManagerId;
 import org.apache.spark.storage.ShuffleBlockId;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import scala.Tuple2;
 
 import java.io.InputStream;
@@ -38,10 +40,18 @@ import java.util.concurrent.TimeUnit;
  * its local blocks, as Spark's fetcher sends its remote requests before reading local blocks: the round
  * trips overlap with work instead of adding to the fetch wait.
  *
+ * <p>An executor that has the files but cannot register them (its registered-memory limit) has its blocks fetched
+ * through Spark's block transfer ({@link SparkBlockTransfer}), handed out after the blocks read by RDMA, unless
+ * {@code fallback=fail}.
+ *
  * <p>Its parts: {@link RemoteReadPlanner} (which bytes to read from a remote peer), {@link InFlightReads} (the reads
  * in flight and what arrives), {@link BlockVerifier} (checksums, one re-read) and {@link FetchFailures}.
  */
 final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
+
+    private static final Logger LOG = LoggerFactory.getLogger(RdmaBlockFetcher.class);
+    /** Executors whose blocks went through Spark, so the log says why once per executor, not once per task. */
+    private static final java.util.Set<String> REPORTED_NOT_SERVED = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     /** A block ready to be consumed. */
     private record Ready(ShuffleBlockId blockId, ByteBuffer bytes, SharedBuffer owner, boolean remote) { }
@@ -56,6 +66,10 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     private final InFlightReads reads;
     private final BlockVerifier verifier;
     private final ArrayDeque<Ready> ready = new ArrayDeque<>();
+    /** Null with {@code fallback=fail}. */
+    private final SparkBlockTransfer spark;
+    /** Task thread only: blocks coming through Spark's transfer, handed out once the RDMA side is drained. */
+    private final ArrayDeque<Iterator<Tuple2<BlockId, InputStream>>> viaSpark = new ArrayDeque<>();
     /** The peer connections this task reads from: an idle close waits until the task ends. */
     private final Queue<PeerConnections.Lease> leases = new ConcurrentLinkedQueue<>();
     /** Maps the files of executors on this host; created by the first such peer. */
@@ -64,8 +78,9 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     private boolean cleanedUp;
 
     RdmaBlockFetcher(ExecutorRuntime runtime, int shuffleId, TaskContext context, ShuffleReadMetricsReporter metrics,
-                     SerializerManager serializerManager) {
+                     SerializerManager serializerManager, SparkBlockTransfer spark) {
         this.runtime = runtime;
+        this.spark = spark;
         this.shuffleId = shuffleId;
         this.context = context;
         this.metrics = metrics;
@@ -125,14 +140,35 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         return true;
     }
 
-    /** This executor's own blocks, sliced from its published map outputs and verified. */
+    /**
+     * This executor's own blocks, sliced from its published map outputs and verified; all of them through Spark's
+     * transfer when one of the map outputs cannot be registered.
+     */
     private void planLocal(BlockManagerId self, List<WantedBlock> wanted) {
-        for (List<WantedBlock> blocks : WantedBlock.byMap(wanted).values()) {
+        List<List<WantedBlock>> byMap = new ArrayList<>(WantedBlock.byMap(wanted).values());
+        List<MapOutputPublisher.Published> published = new ArrayList<>(byMap.size());
+        for (List<WantedBlock> blocks : byMap) {
             WantedBlock first = blocks.getFirst();
-            MapOutputPublisher.Published p = runtime.publisher.publish(shuffleId, first.blockId().mapId());
+            MapOutputPublisher.Published p;
+            try {
+                p = runtime.publisher.publish(shuffleId, first.blockId().mapId());
+            } catch (RuntimeException e) {
+                String why = "this executor cannot register map " + first.blockId().mapId() + " of shuffle " + shuffleId
+                        + " for reading: " + e.getMessage();
+                if (spark == null) {
+                    throw failures.of(self, first, why + " (spark.shuffle.rdma.fallback=fail)", e);
+                }
+                fetchThroughSpark(self, why);
+                return;
+            }
             if (p == null) {
                 throw failures.of(self, first, "the map output's files are missing on this executor", null);
             }
+            published.add(p);
+        }
+        for (int m = 0; m < byMap.size(); m++) {
+            List<WantedBlock> blocks = byMap.get(m);
+            MapOutputPublisher.Published p = published.get(m);
             for (WantedBlock w : blocks) {
                 int reduceId = w.blockId().reduceId();
                 long offset = ShuffleIndexFormat.entry(p.index(), ShuffleIndexFormat.entryOffset(reduceId), 0);
@@ -162,11 +198,27 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         reads.planned(failure);
     }
 
+    /** {@code peer}'s blocks come through Spark's transfer; Spark starts fetching them now. */
+    private void fetchThroughSpark(BlockManagerId peer, String why) {
+        RdmaShuffleMetrics.fellBack(RdmaShuffleMetrics.FallbackReason.NOT_SERVED);
+        if (REPORTED_NOT_SERVED.add(peer.executorId())) {
+            LOG.warn("rdma4j shuffle: {}; reading executor {}'s blocks through Spark's block transfer "
+                    + "(spark.shuffle.rdma.fallback=spark)", why, peer.executorId());
+        }
+        viaSpark.add(spark.fetch(peer));
+    }
+
     /** May wait: whether more blocks come is known only once every peer's planning is taken. */
     @Override
     public boolean hasNext() {
         while (ready.isEmpty()) {
             if (reads.drained()) {
+                while (!viaSpark.isEmpty()) {
+                    if (viaSpark.getFirst().hasNext()) {
+                        return true;
+                    }
+                    viaSpark.removeFirst();
+                }
                 return false;
             }
             takeArrival();
@@ -178,6 +230,9 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     public Tuple2<BlockId, InputStream> next() {
         if (!hasNext()) {
             throw new NoSuchElementException();
+        }
+        if (ready.isEmpty()) {
+            return viaSpark.getFirst().next(); // Spark's iterator counts its blocks and bytes itself
         }
         Ready block = ready.poll();
         if (block.remote()) {
@@ -202,8 +257,11 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             case Planned planned -> {
                 reads.planningTaken();
                 PlanFailure f = planned.failure();
-                if (f != null) {
-                    throw failures.of(f.peer(), f.wanted(), f.message(), f.cause());
+                if (f != null && f.sparkServes() && spark != null) {
+                    fetchThroughSpark(f.peer(), f.message());
+                } else if (f != null) {
+                    throw failures.of(f.peer(), f.wanted(), f.message() + (f.sparkServes() ? " (spark.shuffle.rdma.fallback=fail)" : ""),
+                            f.cause());
                 }
             }
         }

@@ -78,7 +78,7 @@ public record RdmaShuffleConf(
             "tcp.maxConnectionsPerAddress", "tcp.maxHandshakes", "tcp.maxHandshakesPerAddress",
             "tcp.handshakeTimeout", "tcp.idleTimeout", "tcp.maxRejections", "tcp.tls", "tcp.tls.keyStore",
             "tcp.tls.keyStorePassword", "tcp.tls.trustStore", "tcp.tls.trustStorePassword", "tcp.tls.clientAuth",
-            "tcp.tls.authentication", "tcp.awaitSpinMicros", "verbs.receiveDepth", "verbs.busyPoll", "verbs.awaitSpinMicros");
+            "tcp.tls.authentication", "tcp.awaitSpinMicros", "tcp.maxRegisteredBytes", "verbs.receiveDepth", "verbs.busyPoll", "verbs.awaitSpinMicros");
 
     private static final Logger LOG = LoggerFactory.getLogger(RdmaShuffleConf.class);
     private static final Set<String> WARNED = ConcurrentHashMap.newKeySet();

@@ -133,7 +133,13 @@ public final class RdmaShuffleManager implements ShuffleManager {
             public Option<MapStatus> stop(boolean success) {
                 Option<MapStatus> status = writer.stop(success);
                 if (success && status.isDefined()) {
-                    rt.publisher.publish(shuffleId, mapId);
+                    try {
+                        rt.publisher.publish(shuffleId, mapId);
+                    } catch (RuntimeException e) {
+                        // The output is committed and Spark serves it whatever happens here; a describe tries again.
+                        LOG.warn("rdma4j shuffle: cannot register shuffle {} map {} when it commits; a reader's first "
+                                + "request registers it: {}", shuffleId, mapId, e.toString());
+                    }
                 }
                 return status;
             }

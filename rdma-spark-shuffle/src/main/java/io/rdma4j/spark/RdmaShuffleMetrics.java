@@ -23,7 +23,9 @@ final class RdmaShuffleMetrics {
         /** The executor's transport could not start (no usable provider, a bad option). */
         TRANSPORT_UNAVAILABLE("transportUnavailable"),
         /** A peer executor could not be reached by rdma4j. */
-        PEER_UNREACHABLE("peerUnreachable");
+        PEER_UNREACHABLE("peerUnreachable"),
+        /** An executor (a peer, or this one) could not register map outputs for RDMA reads: their blocks came through Spark. */
+        NOT_SERVED("notServed");
 
         final String metricName;
 
@@ -35,6 +37,8 @@ final class RdmaShuffleMetrics {
     static final Counter BLOCKS_FETCHED = new Counter();
     static final Counter HOST_LOCAL_BLOCKS = new Counter();
     static final Counter MAP_OUTPUTS_REGISTERED = new Counter();
+    /** Map outputs this executor could not register when a reader asked for them (a registered-memory limit). */
+    static final Counter MAP_OUTPUTS_NOT_SERVED = new Counter();
     static final Timer REGISTRATION_TIME = new Timer();
     /** Connections to peers closed after spark.shuffle.rdma.connectionIdleTimeout unused. */
     static final Counter IDLE_CONNECTIONS_CLOSED = new Counter();
@@ -91,6 +95,7 @@ final class RdmaShuffleMetrics {
             registry.register("fallbacks." + reason.metricName, FALLBACKS[reason.ordinal()]);
         }
         registry.register("mapOutputsRegistered", MAP_OUTPUTS_REGISTERED);
+        registry.register("mapOutputsNotServed", MAP_OUTPUTS_NOT_SERVED);
         registry.register("registrationTime", REGISTRATION_TIME);
         registry.register("connections", transportGauge(TransportMetrics::openConnections));
         registry.register("connections.closedIdle", IDLE_CONNECTIONS_CLOSED);

@@ -92,7 +92,9 @@ final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
                     groups.add(new Tuple2<>(group._1(), wanted));
                 });
 
-        RdmaBlockFetcher fetcher = new RdmaBlockFetcher(runtime, shuffleId, context, metrics, serializerManager);
+        SparkBlockTransfer spark = runtime.conf.fallback() == RdmaShuffleConf.Fallback.SPARK
+                ? new SparkBlockTransfer(context, metrics, serializerManager, blockManager, mapOutputTracker, sparkGroups) : null;
+        RdmaBlockFetcher fetcher = new RdmaBlockFetcher(runtime, shuffleId, context, metrics, serializerManager, spark);
         context.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) ctx -> fetcher.cleanup());
         try {
             fetcher.start(groups);

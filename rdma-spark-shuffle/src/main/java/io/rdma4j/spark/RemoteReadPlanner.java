@@ -39,8 +39,15 @@ final class RemoteReadPlanner {
     /** Map ranges of one peer read together into one pooled buffer. */
     record Batch(String executorId, RdmaConnection connection, List<MapRange> ranges, long bytes) { }
 
-    /** Why a peer's planning failed; the task thread makes it a fetch failure ({@link FetchFailures}). */
-    record PlanFailure(BlockManagerId peer, WantedBlock wanted, String message, Throwable cause) { }
+    /**
+     * Why a peer's planning failed; the task thread makes it a fetch failure ({@link FetchFailures}), or with
+     * {@code sparkServes} (the peer has the files but cannot register them) fetches the peer's blocks through Spark.
+     */
+    record PlanFailure(BlockManagerId peer, WantedBlock wanted, String message, Throwable cause, boolean sparkServes) {
+        PlanFailure(BlockManagerId peer, WantedBlock wanted, String message, Throwable cause) {
+            this(peer, wanted, message, cause, false);
+        }
+    }
 
     /** Planning of one peer failed in a way Spark must hear as a fetch failure. */
     static final class PlanningFailed extends Exception {
@@ -77,6 +84,12 @@ final class RemoteReadPlanner {
         } catch (Exception e) {
             runtime.forget(peerId, connection);
             throw new PlanningFailed(new PlanFailure(peer, wanted.getFirst(), "cannot describe map outputs on executor " + peerId + ": " + e, e));
+        }
+        for (DescribeMapOutputs.MapOutput output : outputs.values()) {
+            if (output.notServed()) {
+                throw new PlanningFailed(new PlanFailure(peer, wanted.getFirst(), "executor " + peerId + " cannot register map "
+                        + output.mapId() + " of shuffle " + shuffleId + " for RDMA reads (its log says why)", null, true));
+            }
         }
         List<IndexSpan> spans = new ArrayList<>();
         long metaBytes = 0;

@@ -26,8 +26,13 @@ class DescribeMapOutputsTest {
         List<DescribeMapOutputs.MapOutput> outputs = List.of(
                 new DescribeMapOutputs.MapOutput(3, true, region(1, 80), region(2, 5000), region(3, 72)),
                 new DescribeMapOutputs.MapOutput(9, true, region(4, 80), null, null),
-                DescribeMapOutputs.MapOutput.missing(11));
-        assertThat(DescribeMapOutputs.decodeReply(DescribeMapOutputs.encodeReply(outputs), new long[] {3, 9, 11})).isEqualTo(outputs);
+                DescribeMapOutputs.MapOutput.missing(11),
+                DescribeMapOutputs.MapOutput.notServed(12));
+        List<DescribeMapOutputs.MapOutput> decoded = DescribeMapOutputs.decodeReply(DescribeMapOutputs.encodeReply(outputs),
+                new long[] {3, 9, 11, 12});
+        assertThat(decoded).isEqualTo(outputs);
+        assertThat(decoded.get(2).notServed()).as("missing: the files are gone").isFalse();
+        assertThat(decoded.get(3).notServed()).as("not served: the files are there, Spark serves them").isTrue();
     }
 
     @Test

@@ -155,7 +155,7 @@ class ExecutorRuntimeTest {
         List<Tuple2<BlockManagerId, List<WantedBlock>>> groups = List.of(
                 new Tuple2<>(hostPeer, List.of(new WantedBlock(new ShuffleBlockId(SHUFFLE, 1, 0), 0))),
                 new Tuple2<>(unreachable, List.of(new WantedBlock(new ShuffleBlockId(SHUFFLE, 2, 0), 1))));
-        RdmaBlockFetcher fetcher = new RdmaBlockFetcher(runtime, SHUFFLE, null, null, env.serializerManager());
+        RdmaBlockFetcher fetcher = new RdmaBlockFetcher(runtime, SHUFFLE, null, null, env.serializerManager(), null);
         assertThatThrownBy(() -> fetcher.start(groups)).isInstanceOf(PeerUnreachableException.class);
         fetcher.cleanup(); // the reader, falling back
         fetcher.cleanup(); // the task's completion listener

@@ -92,6 +92,70 @@ class RdmaShuffleFallbackTest {
         }
     }
 
+    /**
+     * Executors whose registered-memory limit (here {@code tcp.maxRegisteredBytes}, on verbs {@code RLIMIT_MEMLOCK})
+     * refuses their large map outputs: committing a map task does not fail on it (eager registration), and readers
+     * fetch those executors' blocks through Spark's transfer instead of failing the fetch, which would make Spark run
+     * the map stage again and fail the same way. The one small map output fits and is registered.
+     */
+    @Test
+    void mapOutputsAnExecutorCannotRegisterAreReadThroughSparkTransfer() throws Exception {
+        Path csv = PluginCsvMetrics.emptyDirectory(LocalCluster.target().resolve("not-served-metrics"));
+        SparkConf conf = PluginCsvMetrics.enable(LocalCluster.rdmaConf("rdma4j-not-served"), csv)
+                .set("spark.shuffle.rdma.fallback", "spark")
+                .set("spark.shuffle.rdma.registration", "eager")
+                .set("spark.shuffle.rdma.tcp.maxRegisteredBytes", "96k")
+                .set("spark.shuffle.rdma.bufferSlabSize", "4k");
+        try (JavaSparkContext sc = LocalCluster.start(conf)) {
+            Map<Integer, Long> lengths = new java.util.TreeMap<>(sc.parallelize(IntStream.range(0, RECORDS).boxed().collect(Collectors.toList()), 4)
+                    .mapToPair(i -> new Tuple2<>(i % 50, payload(i)))
+                    .groupByKey(3) // no map-side combining: each large map output keeps its ~250 KB
+                    .mapValues(values -> {
+                        long total = 0;
+                        for (String v : values) {
+                            total += v.length() + v.hashCode() % 7;
+                        }
+                        return total;
+                    })
+                    .collectAsMap());
+            Map<Integer, Long> expected = new java.util.TreeMap<>();
+            for (int i = 0; i < RECORDS; i++) {
+                String v = payload(i);
+                expected.merge(i % 50, (long) v.length() + v.hashCode() % 7, Long::sum);
+            }
+            assertThat(lengths).isEqualTo(expected);
+
+            Map<String, Map<String, Long>> metrics = PluginCsvMetrics.awaitPositive(csv, "fallbacks.notServed");
+            assertThat(PluginCsvMetrics.sum(metrics, "fallbacks.notServed")).as("executors' blocks fetched through Spark: " + metrics)
+                    .isPositive();
+            assertThat(PluginCsvMetrics.sum(metrics, "mapOutputsNotServed")).as("map outputs a reader asked for and that were refused")
+                    .isPositive();
+            assertThat(PluginCsvMetrics.sum(metrics, "mapOutputsRegistered")).as("the small map output fits the limit").isPositive();
+            String logs = executorLogs(sc);
+            assertThat(logs.lines().filter(l -> l.contains("blocks through Spark's block transfer (spark.shuffle.rdma.fallback=spark)")))
+                    .as("readers say why, once per executor whose blocks went through Spark").isNotEmpty()
+                    .allSatisfy(l -> assertThat(l).contains("cannot register map"));
+            assertThat(logs.lines().filter(l -> l.contains("cannot register shuffle 0 map")))
+                    .as("the executor that refused says which limit").isNotEmpty()
+                    .allSatisfy(l -> assertThat(l).contains("tcp.max-registered-bytes=98304"));
+        }
+    }
+
+    private static final int RECORDS = 8_000;
+
+    /** Map partition 0 (the first quarter of the records) writes values of 2 bytes, the others 100 random characters. */
+    private static String payload(int i) {
+        if (i < RECORDS / 4) {
+            return "v" + (i % 10);
+        }
+        java.util.Random random = new java.util.Random(i);
+        StringBuilder b = new StringBuilder(100);
+        for (int c = 0; c < 100; c++) {
+            b.append((char) ('!' + random.nextInt(90)));
+        }
+        return b.toString();
+    }
+
     @Test
     void providerThatCannotRunFailsTheJobWhenFallbackIsFail() {
         SparkConf conf = LocalCluster.rdmaConf("rdma4j-fallback-fail")
