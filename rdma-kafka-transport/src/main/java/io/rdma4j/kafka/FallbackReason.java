@@ -12,7 +12,8 @@ enum FallbackReason {
     LEADER_MOVING("leader-moving", "the partition's leader kept moving between brokers"),
     NOT_AUTHORIZED("not-authorized", "the exporter checks Kafka ACLs and refused this consumer the topic"),
     ACLS_NOT_CHECKED("acls-not-checked", "this consumer proves a delegation token, and the exporter checks no Kafka ACLs"),
-    ABORTED_TRANSACTIONS("aborted-transactions", "the exporter could not tell the aborted transactions of the range");
+    ABORTED_TRANSACTIONS("aborted-transactions", "the exporter could not tell the aborted transactions of the range"),
+    EXPORTER_STALLED("exporter-stalled", "the exporter stopped refreshing the partition's watermark");
 
     private final String tag;
     private final String words;

@@ -34,6 +34,14 @@ final class SegmentLocator {
      * exporter itself publishes the watermark only every {@code rdma.exporter.watermark.interval.ms} (50 by default).
      */
     static final Duration WATERMARK_REUSE = Duration.ofMillis(100);
+    /**
+     * A partition's watermark that has not changed for this long (by this consumer's clock: the exporter stamps each
+     * refresh, at most {@code rdma.exporter.watermark.interval.ms} apart, 1 s at most) says its exporter no longer
+     * refreshes it: stopped, hung while its NIC still serves READs, or refused registering new log data (a
+     * registered-memory limit). Bytes below its high watermark stay readable; at its end the partition goes to
+     * Kafka's fetch ({@link FallbackReason#EXPORTER_STALLED}) instead of waiting for records that never come.
+     */
+    static final Duration WATERMARK_STALE = Duration.ofSeconds(10);
 
     /** What the locator asks of the exporter a partition is read from. */
     interface Exporter {
@@ -116,6 +124,11 @@ final class SegmentLocator {
     }
 
     private final Map<TopicPartition, Cursor> cursors = new HashMap<>();
+    /**
+     * Per partition, the last refresh stamp its watermark carried and when this consumer first saw it; kept while the
+     * partition stays assigned, since a fallback forgets the cursor and the stall must not be learnt again each time.
+     */
+    private final Map<TopicPartition, long[]> refreshSeen = new HashMap<>();
     /** {@code isolation.level=read_committed}: records end at the last stable offset rather than the high watermark. */
     private final boolean readCommitted;
     /** Told when what was located for a partition is forgotten or replaced: bytes read ahead under it are stale. */
@@ -149,22 +162,39 @@ final class SegmentLocator {
                 return new NotExported();
             }
         }
-        Watermark w = watermark(exporter, st);
+        Watermark w = watermark(tp, exporter, st);
         if (st.generation >= 0 && st.generation != w.generation()) {
             st = lookUp(exporter, target, tp, position);
             if (st == null) {
                 return new NotExported();
             }
-            w = watermark(exporter, st);
+            w = watermark(tp, exporter, st);
         }
         return within(st, w, target, tp, position, exporter);
     }
 
-    private Watermark watermark(Exporter exporter, Cursor st) {
+    private Watermark watermark(TopicPartition tp, Exporter exporter, Cursor st) {
         Watermark w = exporter.watermark(st.watermark);
         st.lastWatermark = w;
         st.lastWatermarkNanos = clock.getAsLong();
+        long[] seen = refreshSeen.get(tp);
+        if (seen == null) {
+            refreshSeen.put(tp, new long[] {w.updatedAtMillis(), st.lastWatermarkNanos});
+        } else if (seen[0] != w.updatedAtMillis()) {
+            seen[0] = w.updatedAtMillis();
+            seen[1] = st.lastWatermarkNanos;
+        }
         return w;
+    }
+
+    /** Nothing new below {@code end}, unless the exporter stopped refreshing {@code tp}'s watermark. */
+    private Where atEnd(TopicPartition tp, long end) {
+        long[] seen = refreshSeen.get(tp);
+        if (seen != null && clock.getAsLong() - seen[1] > WATERMARK_STALE.toNanos()) {
+            return unreadable(FallbackReason.EXPORTER_STALLED, "the exporter has not refreshed the watermark of " + tp + " for "
+                    + (clock.getAsLong() - seen[1]) / 1_000_000 + " ms (its log says why)");
+        }
+        return new NothingNew(end);
     }
 
     /** Where the fetch from {@code position} reads, by {@code w}, the cursor's directory checked against it. */
@@ -180,7 +210,7 @@ final class SegmentLocator {
         // is also what Kafka measures that consumer's lag against).
         long end = readCommitted ? w.lastStableOffset() : w.highWatermark();
         if (position >= end) {
-            return new NothingNew(end);
+            return atEnd(tp, end);
         }
         for (int hops = 0; hops < MAX_HOPS; hops++) {
             SegmentDirectory.Segment seg = st.segment(st.segmentBase);
@@ -200,7 +230,7 @@ final class SegmentLocator {
             long validEnd = seg.baseOffset() == w.hwSegmentBase() ? Math.min(w.hwPosition(), seg.exportedLength()) : seg.exportedLength();
             if (st.position >= validEnd) {
                 if (seg.baseOffset() == w.hwSegmentBase()) {
-                    return new NothingNew(end);
+                    return atEnd(tp, end);
                 }
                 SegmentDirectory.Segment next = st.after(seg.baseOffset());
                 if (next == null) {
@@ -244,6 +274,7 @@ final class SegmentLocator {
 
     /** Forgets the partitions not in {@code assigned}. */
     void retain(Set<TopicPartition> assigned) {
+        refreshSeen.keySet().retainAll(assigned);
         for (TopicPartition tp : List.copyOf(cursors.keySet())) {
             if (!assigned.contains(tp)) {
                 forget(tp);

@@ -121,6 +121,34 @@ class SegmentLocatorTest {
         assertThat(forgotten).hasSize(3);
     }
 
+    /**
+     * An exporter that stops refreshing a watermark (stopped, hung while its NIC serves READs, refused registering new
+     * log data) leaves it unchanged: what lies below it is still read, and at its end, once it has not changed for
+     * {@link SegmentLocator#WATERMARK_STALE} by the consumer's clock, the partition goes to Kafka's fetch rather than
+     * waiting for records that would never come by RDMA. A refreshed stamp makes its end "nothing new" again.
+     */
+    @Test
+    void aWatermarkTheExporterStoppedRefreshingSendsThePartitionToKafkasFetchAtItsEnd() {
+        clockStill = true;
+        exporter.directory = directory(200, OLD, ACTIVE);
+        exporter.watermark = new Watermark(60, 50, 300, 0, 55, 50, 1, 1_000, Watermark.UNKNOWN_LEADER);
+        assertThat(where(10)).isEqualTo(new SegmentLocator.Bytes(OLD, 200, 1000, 60));
+        nanos += SegmentLocator.WATERMARK_STALE.toNanos(); // the stamp unchanged all along
+        assertThat(where(10)).as("below the high watermark: still read").isEqualTo(new SegmentLocator.Bytes(OLD, 200, 1000, 60));
+        locator.advance(TP, 50, 1000);
+        locator.advance(TP, 60, 300);
+        assertThat(where(60)).as("at its end, just under the limit").isEqualTo(new SegmentLocator.NothingNew(60));
+        nanos += 1_000_000;
+        assertThat(where(60)).isInstanceOfSatisfying(SegmentLocator.Unreadable.class, u -> {
+            assertThat(u.fallback().kind()).isEqualTo(FallbackReason.EXPORTER_STALLED);
+            assertThat(u.fallback().reason()).contains("has not refreshed the watermark of " + TP);
+        });
+
+        exporter.watermark = new Watermark(60, 50, 300, 0, 55, 50, 1, 1_050, Watermark.UNKNOWN_LEADER);
+        nanos += SegmentLocator.WATERMARK_REUSE.toNanos() + 1;
+        assertThat(where(60)).as("refreshed again").isEqualTo(new SegmentLocator.NothingNew(60));
+    }
+
     @Test
     void aRecentWatermarkServesTheNextFetchesUntilTheyReachItsEnd() {
         clockStill = true;

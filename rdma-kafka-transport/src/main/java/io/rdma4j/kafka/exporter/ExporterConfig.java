@@ -21,7 +21,7 @@ import java.util.Properties;
  * <tr><td>rdma.exporter.log.dirs</td><td>the broker's {@code log.dirs} (comma-separated)</td></tr>
  * <tr><td>rdma.exporter.bootstrap.servers</td><td>the broker's address, for the Admin API</td></tr>
  * <tr><td>rdma.exporter.listen.address</td><td>host:port consumers connect to (default 127.0.0.1:9299)</td></tr>
- * <tr><td>rdma.exporter.watermark.interval.ms</td><td>how often watermarks are refreshed (default 50)</td></tr>
+ * <tr><td>rdma.exporter.watermark.interval.ms</td><td>how often watermarks are refreshed (default 50, at most 1000)</td></tr>
  * <tr><td>rdma.exporter.retire.grace.ms</td><td>how long a replaced region stays readable (default 5000)</td></tr>
  * <tr><td>rdma.exporter.internal.topics</td><td>{@code true} to export Kafka's internal topics too (names starting
  *   with {@code __}: {@code __consumer_offsets}, {@code __transaction_state}, ...; default false)</td></tr>
@@ -72,8 +72,9 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
         if (bootstrapServers == null || bootstrapServers.isBlank()) {
             throw new IllegalArgumentException("set " + BOOTSTRAP + " to the broker's listener, e.g. 127.0.0.1:9092");
         }
-        if (watermarkInterval.isNegative() || watermarkInterval.isZero()) {
-            throw new IllegalArgumentException(INTERVAL + " must be positive");
+        if (watermarkInterval.isNegative() || watermarkInterval.isZero() || watermarkInterval.toMillis() > 1000) {
+            // consumers take a watermark unchanged for 10 s for an exporter that stopped (SegmentLocator.WATERMARK_STALE)
+            throw new IllegalArgumentException(INTERVAL + " must be between 1 and 1000 ms, got " + watermarkInterval.toMillis());
         }
         if (connectionsMaxIdle.isNegative() || connectionsMaxIdle.isZero()) {
             throw new IllegalArgumentException(CONNECTIONS_MAX_IDLE + " must be positive");

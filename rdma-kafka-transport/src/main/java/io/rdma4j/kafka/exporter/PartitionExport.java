@@ -2,6 +2,7 @@ package io.rdma4j.kafka.exporter;
 
 import io.rdma4j.core.Access;
 import io.rdma4j.core.RdmaTransport;
+import io.rdma4j.core.RegisteredMemoryLimitException;
 import io.rdma4j.core.RegisteredRegion;
 import io.rdma4j.kafka.protocol.BatchHeaders;
 import io.rdma4j.kafka.protocol.SegmentDirectory;
@@ -341,6 +342,11 @@ final class PartitionExport implements AutoCloseable {
                 Arena arena = Arena.ofShared();
                 try {
                     fresh = new Registered(mapper.register(transport, s.file, wanted, arena), arena);
+                } catch (RegisteredMemoryLimitException e) {
+                    arena.close();
+                    // The watermark stays where it was: consumers read up to it, then Kafka's fetch serves them.
+                    throw new IOException("cannot register " + wanted + " bytes of segment " + s.baseOffset + " of " + partition
+                            + ", so its watermark is not refreshed: " + e.getMessage(), e);
                 } catch (RuntimeException e) {
                     arena.close();
                     throw new IOException("cannot register " + wanted + " bytes of segment " + s.baseOffset + " of " + partition

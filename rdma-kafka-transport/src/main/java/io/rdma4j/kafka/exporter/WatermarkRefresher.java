@@ -28,6 +28,7 @@ final class WatermarkRefresher implements AutoCloseable {
     private final Duration interval;
     private final Runnable chores;
     private final AtomicLong refreshes = new AtomicLong();
+    private final LogThrottle failures = new LogThrottle(Duration.ofMinutes(1));
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "rdma4j-log-exporter");
         t.setDaemon(true);
@@ -113,8 +114,15 @@ final class WatermarkRefresher implements AutoCloseable {
             Thread.currentThread().interrupt();
         } catch (Exception | InternalError e) {
             // Whatever one refresh meets (an InternalError is the JVM's report of a fault in mapped memory), the
-            // scheduled refreshes go on: a task that threw would never run again.
-            LOG.warn("watermark refresh failed (retrying in {} ms): {}", interval.toMillis(), e.toString());
+            // scheduled refreshes go on: a task that threw would never run again. A cause that lasts (a registered-memory
+            // limit) fails every refresh, so one line a minute says it, with how many failed quietly since.
+            long quiet = failures.loudOrQuiet();
+            if (quiet >= 0) {
+                LOG.warn("watermark refresh failed (retrying every {} ms{}): {}", interval.toMillis(),
+                        quiet == 0 ? "" : "; " + quiet + " more failed since the last line", e.toString());
+            } else {
+                LOG.debug("watermark refresh failed: {}", e.toString());
+            }
         }
     }
 
