@@ -12,6 +12,8 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -34,6 +36,8 @@ final class MessageWriter {
     private static final int MAX_GATHERED = 1024;
     /** Flushed messages already handed over that a write steps past before it waits for sends to complete. */
     private static final int MAX_HANDED_OVER_MESSAGES = 4096;
+    /** How long a close waits for the sends in place to complete. */
+    private static final long MAX_CLOSE_WAIT_SECONDS = 10;
 
     private final RdmaSocketChannel channel;
     private final RdmaConnection connection;
@@ -51,6 +55,10 @@ final class MessageWriter {
     /** Set from any thread: the last send in place completed off the loop and the loop is told once. */
     private final AtomicBoolean removalPosted = new AtomicBoolean();
     private final Frontier frontier = new Frontier();
+    /** The channel's outbound buffer, as the last write saw it: a close detaches it from the channel first. */
+    private ChannelOutboundBuffer outbound;
+    /** Netty's close, held until the sends in place complete; loop thread only. */
+    private Runnable closeAfterSends;
 
     MessageWriter(RdmaSocketChannel channel, RdmaConnection connection, SendWindow window, int maxMessageSize) {
         this.channel = channel;
@@ -62,6 +70,7 @@ final class MessageWriter {
     /** Removes what rdma4j is done with from {@code in}, then hands over what follows while the window has room. */
     void write(ChannelOutboundBuffer in, RdmaIoHandler loop) throws Exception {
         writer = Thread.currentThread();
+        outbound = in;
         try {
             removeDone(in);
             do {
@@ -167,6 +176,48 @@ final class MessageWriter {
     }
 
     /**
+     * For {@code prepareToClose}: null when no send in place is under way, else an executor that holds Netty's close
+     * until they complete. Netty fails every write still in the outbound buffer once it closes, although the bytes of
+     * those sent in place go out: held, their writes complete as they would have, and only what was never handed over
+     * fails. A send that cannot complete fails once the connection does, which ends the wait too.
+     */
+    Executor closeAfterSendsInPlace() {
+        if (inPlaceSending.get() == 0 || outbound == null) {
+            return null;
+        }
+        return close -> {
+            closeAfterSends = close;
+            if (inPlaceSending.get() == 0) {
+                closeHeld(); // the last one completed meanwhile, and its removal may have been posted before the close
+            } else {
+                // a peer that stops reading must not hold the channel open: then Netty fails what still sends
+                try {
+                    channel.eventLoop().schedule(() -> {
+                        if (closeAfterSends == close) {
+                            closeHeld();
+                        }
+                    }, MAX_CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+                } catch (RuntimeException loopShuttingDown) {
+                    closeHeld();
+                }
+            }
+        };
+    }
+
+    /** The loop, with a close held: completes the writes rdma4j is done with, then lets Netty close. */
+    private void closeHeld() {
+        Runnable close = closeAfterSends;
+        try {
+            removeDone(outbound);
+        } catch (Exception e) {
+            // a failed send: Netty's close fails it with the rest
+        } finally {
+            closeAfterSends = null;
+            close.run();
+        }
+    }
+
+    /**
      * Any thread: a send in place completed. On the loop inside {@link #write} it is removed before it returns; else
      * the loop is told once the last one completed. Removing earlier would seldom make the channel writable (what
      * still sends counts against the water marks), and each time would cost the loop a wake-up: 1 MiB streamed
@@ -179,7 +230,11 @@ final class MessageWriter {
         if (removalPosted.compareAndSet(false, true)) {
             channel.post(new RdmaEvent.Run(() -> {
                 removalPosted.set(false);
-                channel.flushNow();
+                if (closeAfterSends != null && inPlaceSending.get() == 0) {
+                    closeHeld();
+                } else {
+                    channel.flushNow();
+                }
             }));
         }
     }
@@ -218,8 +273,8 @@ final class MessageWriter {
      * every flushed write, and nothing handed over is left to remove.
      */
     private boolean closedMeanwhile(ChannelOutboundBuffer in) {
-        if (channel.unsafe().outboundBuffer() == in) {
-            return false;
+        if (channel.unsafe().outboundBuffer() == in || closeAfterSends != null) {
+            return false; // or detached by a close that waits for this removal
         }
         forgetHandedOver();
         return true;

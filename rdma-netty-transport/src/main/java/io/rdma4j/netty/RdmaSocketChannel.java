@@ -24,7 +24,7 @@ import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.UnsupportedAddressTypeException;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.Executor;
 
 /**
  * A stream channel over one rdma4j connection, for event loops of {@link RdmaIoHandler}: Netty's
@@ -463,22 +463,7 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
         }
         RdmaConnection c = connection;
         if (c != null && old == State.ACTIVE) {
-            int linger = config.getSoLinger();
-            if (linger == 0) {
-                c.close(); // no end of stream: the peer sees a reset
-            } else {
-                if (!outputShutdown) {
-                    window.sendEnd(c);
-                }
-                window.closeWhenDrained(c);
-                if (linger > 0) {
-                    try {
-                        eventLoop().schedule(c::close, linger, TimeUnit.SECONDS);
-                    } catch (RuntimeException e) {
-                        c.close();
-                    }
-                }
-            }
+            window.close(c, config.getSoLinger(), outputShutdown, this::eventLoop);
         }
         inbox.dropMessages();
         if (c != null && old == State.ACTIVE) {
@@ -520,6 +505,12 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
         @Override
         protected void flush0() {
             super.flush0();
+        }
+
+        /** A close waits until rdma4j no longer reads the buffers sent in place, so that their writes succeed. */
+        @Override
+        protected Executor prepareToClose() {
+            return state == State.ACTIVE && plain == null && config.getSoLinger() != 0 ? writer.closeAfterSendsInPlace() : null;
         }
 
         void writeFailed(Throwable cause) {

@@ -6,10 +6,13 @@ import io.rdma4j.core.RdmaConnection;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * The sends a channel handed to rdma4j and that have not completed: what a socket's send buffer is to a TCP channel.
@@ -113,6 +116,30 @@ final class SendWindow {
         closeWhenDrained = connection;
         if (sends.get() == 0) {
             connection.close();
+        }
+    }
+
+    /**
+     * Closes {@code connection} as {@code SO_LINGER} says: 0 closes it at once, so the peer sees a reset and no end of
+     * stream; otherwise the stream ends (unless the output was shut down already) and the connection closes once the
+     * sends drain, or after {@code lingerSeconds} on {@code loop} when that is positive ({@code loop} is asked only
+     * then: a channel closed before its registration has none).
+     */
+    void close(RdmaConnection connection, int lingerSeconds, boolean outputShutdown, Supplier<ScheduledExecutorService> loop) {
+        if (lingerSeconds == 0) {
+            connection.close();
+            return;
+        }
+        if (!outputShutdown) {
+            sendEnd(connection);
+        }
+        closeWhenDrained(connection);
+        if (lingerSeconds > 0) {
+            try {
+                loop.get().schedule(connection::close, lingerSeconds, TimeUnit.SECONDS);
+            } catch (RuntimeException e) {
+                connection.close();
+            }
         }
     }
 

@@ -283,6 +283,67 @@ class RdmaChannelTest {
     }
 
     /**
+     * A close while buffers sent in place are still being sent (the peer reads nothing yet) waits for those sends, as
+     * a socket's close leaves what the kernel took to go out: each write either succeeded and its bytes arrive, or
+     * failed because it was never handed over, and its bytes do not. So the peer receives exactly the writes that
+     * succeeded, and more of them than were complete when the close began.
+     */
+    @Test
+    void aCloseWhileSendsInPlaceAreUnderWayLetsThemCompleteAndFailsOnlyWhatNeverWent() throws Exception {
+        int writes = 512;
+        // one message each, so a write is handed over whole or not at all; 32 MiB in all, more than the sockets and the
+        // peer's inbox hold while it does not read
+        int size = 64 << 10;
+        Random random = new Random(47);
+        List<byte[]> data = new ArrayList<>();
+        Sink sink = new Sink(Integer.MAX_VALUE);
+        CountDownLatch ended = new CountDownLatch(1);
+        Channel server = new ServerBootstrap().group(serverGroup).channel(RdmaServerSocketChannel.class)
+                .childOption(ChannelOption.AUTO_READ, false).childHandler(new ChannelInitializer<>() {
+                    @Override
+                    protected void initChannel(Channel child) {
+                        child.pipeline().addLast(sink);
+                        child.closeFuture().addListener(f -> ended.countDown());
+                    }
+                }).bind(LOOPBACK).sync().channel();
+        try {
+            Channel ch = new Bootstrap().group(clientGroup).channel(RdmaSocketChannel.class)
+                    .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
+            assertThat(sink.active(10)).isTrue();
+            List<ChannelFuture> futures = new ArrayList<>();
+            for (int i = 0; i < writes; i++) {
+                byte[] d = new byte[size];
+                random.nextBytes(d);
+                data.add(d);
+                futures.add(ch.write(PooledByteBufAllocator.DEFAULT.directBuffer(size).writeBytes(d)));
+            }
+            ch.flush();
+            Thread.sleep(500); // the window fills; sends in place wait for the peer to read
+            AtomicInteger doneAtClose = new AtomicInteger();
+            ChannelFuture closed = ch.eventLoop().submit(() -> {
+                doneAtClose.set((int) futures.stream().filter(ChannelFuture::isDone).count());
+                return ch.close();
+            }).get(10, TimeUnit.SECONDS);
+            assertThat(doneAtClose.get()).as("writes complete when the close began").isLessThan(writes);
+            sink.child().read();
+            assertThat(closed.await(30, TimeUnit.SECONDS)).isTrue();
+            assertThat(ended.await(30, TimeUnit.SECONDS)).as("the peer saw the end").isTrue();
+            for (ChannelFuture f : futures) {
+                assertThat(f.await(10, TimeUnit.SECONDS)).isTrue();
+            }
+            int succeeded = (int) futures.stream().takeWhile(ChannelFuture::isSuccess).count();
+            assertThat(futures.subList(succeeded, writes)).as("after the writes that went, only failures")
+                    .allMatch(f -> !f.isSuccess());
+            assertThat(succeeded).as("writes under way at the close completed").isGreaterThan(doneAtClose.get());
+            ByteArrayOutputStream expected = new ByteArrayOutputStream();
+            data.subList(0, succeeded).forEach(expected::writeBytes);
+            assertThat(sink.received()).as("exactly the writes that succeeded").isEqualTo(expected.toByteArray());
+        } finally {
+            server.close().sync();
+        }
+    }
+
+    /**
      * rdma4j reads a received message straight into a buffer of the channel's allocator (one of exactly the message's
      * size), and the pipeline gets slices of it: no received byte is copied in Java.
      */
