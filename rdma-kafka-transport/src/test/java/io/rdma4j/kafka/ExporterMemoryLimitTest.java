@@ -25,8 +25,8 @@ import static io.rdma4j.testsupport.kafka.KafkaFixtures.pollUntil;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * An exporter whose registered-memory limit ({@code tcp.max-registered-bytes} here, {@code RLIMIT_MEMLOCK} on verbs)
- * refuses the log's new data. A broker of its own: the limit counts every partition the exporter exports.
+ * Registered-memory limits ({@code tcp.max-registered-bytes} here, {@code RLIMIT_MEMLOCK} on verbs) too low for the
+ * exporter or the consumer. A broker of its own: an exporter's limit counts every partition it exports.
  */
 class ExporterMemoryLimitTest {
 
@@ -71,6 +71,30 @@ class ExporterMemoryLimitTest {
             assertThat(KafkaFixtures.fallbacks(c)).as("the partition went to Kafka's fetch")
                     .containsKey(FallbackReason.EXPORTER_STALLED.tag());
             assertThat(limited.exportedHighWatermark(tp)).as("the watermark the exporter could publish").isLessThan(5300);
+        }
+    }
+
+    /**
+     * A consumer whose own registered-memory limit is too low for its read buffers: the records come through Kafka's
+     * fetch, every one once, and the reason is counted, rather than the consumer failing.
+     */
+    @Test
+    void aConsumerThatCannotRegisterItsReadBuffersReadsThroughKafka() throws Exception {
+        String topic = "consumer-limited";
+        KafkaFixtures.createTopic(cluster.bootstrap(), topic, 1);
+        TopicPartition tp = new TopicPartition(topic, 0);
+        produce(topic, 0, 2000);
+        try (LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")))) {
+            Map<String, Object> props = new HashMap<>(consumerProps(exporter));
+            props.put("rdma.tcp.max-registered-bytes", "4k");
+            try (Consumer<String, String> c = RdmaConsumerFactory.create(props, null, null)) {
+                c.assign(List.of(tp));
+                List<Seen> got = pollUntil(c, 2000);
+                assertThat(got).hasSize(2000);
+                assertThat(got.stream().map(Seen::offset).distinct().count()).as("none twice").isEqualTo(2000);
+                assertThat(KafkaFixtures.fallbacks(c)).as("its READs could not start").containsKey(FallbackReason.READ_FAILED.tag());
+                assertThat(KafkaFixtures.rdmaRecords(c)).isZero();
+            }
         }
     }
 

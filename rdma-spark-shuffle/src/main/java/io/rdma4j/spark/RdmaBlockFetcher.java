@@ -25,6 +25,8 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.Queue;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 
@@ -51,7 +53,7 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
 
     private static final Logger LOG = LoggerFactory.getLogger(RdmaBlockFetcher.class);
     /** Executors whose blocks went through Spark, so the log says why once per executor, not once per task. */
-    private static final java.util.Set<String> REPORTED_NOT_SERVED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private static final Set<String> REPORTED_NOT_SERVED = ConcurrentHashMap.newKeySet();
 
     /** A block ready to be consumed. */
     private record Ready(ShuffleBlockId blockId, ByteBuffer bytes, SharedBuffer owner, boolean remote) { }
