@@ -98,6 +98,15 @@ public interface RdmaConnection extends AutoCloseable {
     default void flushSends() {
     }
 
+    /**
+     * Whether {@link #sendInPlace(ByteBuffer, java.util.concurrent.Executor)} sends from the caller's memory (the tcp
+     * provider). False where it copies as {@code send} does (verbs): its future then only completes later, when the
+     * send has completed, so a caller that would hold its buffer until then gains nothing by it and should {@code send}.
+     */
+    default boolean sendsInPlace() {
+        return false;
+    }
+
     /** Sends a message; see {@link #send(ByteBuffer)}. */
     default CompletableFuture<Void> send(byte[] message) {
         return send(ByteBuffer.wrap(message));

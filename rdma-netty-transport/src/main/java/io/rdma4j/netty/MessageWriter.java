@@ -19,9 +19,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Turns a channel's flushed writes into rdma4j messages while its send window has room: a buffer goes as it is
- * ({@code sendInPlace}; the messages of one flush written together), one larger than a message as several, small
- * buffers flushed together as one (copied into the loop's gather buffer, which {@code send} copies again before it
- * returns), a file region as copies of its bytes.
+ * ({@code sendInPlace}, the messages of one flush written together) where the provider sends in place, else as the
+ * copy {@code send} makes; one larger than a message as several; small buffers flushed together as one (copied into
+ * the loop's gather buffer, which {@code send} copies again before it returns); a file region as copies of its bytes.
  * <p>
  * A write's promise completes once rdma4j no longer reads its bytes, as a socket channel's does once the kernel has
  * copied them: at once for what was copied, when the send completes for a buffer sent in place, whose bytes the NIC
@@ -43,6 +43,12 @@ final class MessageWriter {
     private final RdmaConnection connection;
     private final SendWindow window;
     private final int maxMessageSize;
+    /**
+     * Whether the provider sends a buffer from its own memory. Where it copies anyway (verbs), a buffer sent in place
+     * would only keep its write in the outbound buffer until the peer acknowledged it, so that with small water marks
+     * a stream would wait a round trip per write: then a buffer is sent as a copy and its write completes at once.
+     */
+    private final boolean inPlace;
     /** What was handed over and is still in the outbound buffer, oldest first. */
     private final ArrayDeque<HandedOver> handedOver = new ArrayDeque<>();
     /** The bytes of {@link #handedOver}'s buffers, and how many of its file regions are fully handed over. */
@@ -65,6 +71,7 @@ final class MessageWriter {
         this.connection = connection;
         this.window = window;
         this.maxMessageSize = maxMessageSize;
+        this.inPlace = connection.sendsInPlace();
     }
 
     /** Removes what rdma4j is done with from {@code in}, then hands over what follows while the window has room. */
@@ -125,9 +132,14 @@ final class MessageWriter {
         if (first.nioBufferCount() == 1 && (alone || length >= maxMessageSize)) {
             int n = Math.min(length, maxMessageSize);
             ByteBuffer message = first.nioBuffer(first.readerIndex() + offset, n);
-            CompletableFuture<Void> sent = window.sendInPlace(connection, message, first, true);
-            check(sent);
-            handedOver(n, sent);
+            if (inPlace) {
+                CompletableFuture<Void> sent = window.sendInPlace(connection, message, first, true);
+                check(sent);
+                handedOver(n, sent);
+            } else {
+                check(window.send(connection, message));
+                handedOver(n, null);
+            }
             return;
         }
         ByteBuffer message = loop.gatherBuffer(maxMessageSize).limit(maxMessageSize);

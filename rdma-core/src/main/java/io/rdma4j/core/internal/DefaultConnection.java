@@ -138,6 +138,11 @@ final class DefaultConnection implements RdmaConnection, ConnectionEvents {
         pc.flushSends();
     }
 
+    @Override
+    public boolean sendsInPlace() {
+        return pc.sendsInPlace();
+    }
+
     /** The message's size, once the connection is open and the size within max-message-size. */
     private int checkSendable(ByteBuffer message) {
         checkOpen();

@@ -109,6 +109,11 @@ public interface ProviderConnection {
     default void flushSends() {
     }
 
+    /** Whether {@link #send(ByteBuffer, ByteBuffer)} reads the caller's buffers as they are, without copying them first. */
+    default boolean sendsInPlace() {
+        return false;
+    }
+
     /**
      * The application took a queued message ({@link ConnectionEvents#unreceivedMessageBytes()} fell): a provider that
      * holds its reading back at the inbox bound may read on. Called often; must return at once.

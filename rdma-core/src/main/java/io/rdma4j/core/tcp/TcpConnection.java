@@ -188,6 +188,11 @@ final class TcpConnection implements ProviderConnection {
         outgoing.flush();
     }
 
+    @Override
+    public boolean sendsInPlace() {
+        return true;
+    }
+
     /** Hands reading to another thread when the caller reads this connection; see {@link ReaderThreads}. */
     @Override
     public boolean handOffReading() {

@@ -220,6 +220,11 @@ public abstract class ProviderContractTest {
         return true;
     }
 
+    /** Whether the provider sends a buffer lent to {@code sendInPlace} from its memory. verbs copies it into registered memory. */
+    protected boolean sendsInPlace() {
+        return true;
+    }
+
     /** The failure of an operation the peer refused: the exception, checked to be a refusal. */
     protected Throwable refusedByPeerFailure(CompletableFuture<?> f) throws Exception {
         Throwable t = failureOf(f);
@@ -784,12 +789,14 @@ public abstract class ProviderContractTest {
      * A buffer lent to {@code sendInPlace} is read by the transport only until its future completes: many large
      * messages, each from its own direct buffer, while the peer does not receive yet (so later ones wait), each buffer
      * scrambled the moment its send completes, arrive as they were; the caller's position and limit are untouched, and
-     * a message over max-message-size fails without being sent.
+     * a message over max-message-size fails without being sent. The connection says whether it sends in place.
      */
     @Test
     void aBufferSentInPlaceIsReadOnlyUntilItsSendCompletes() throws Exception {
         RdmaConnection serverSide = accepted.poll(WAIT_SECONDS, TimeUnit.SECONDS);
         assertThat(serverSide).isNotNull();
+        assertThat(connection.sendsInPlace()).isEqualTo(sendsInPlace());
+        assertThat(serverSide.sendsInPlace()).isEqualTo(sendsInPlace());
         int size = config().maxMessageSize();
         int count = (int) Math.max(8, Math.min(48, (6L << 20) / size));
         List<CompletableFuture<Void>> sent = new ArrayList<>();

@@ -49,6 +49,12 @@ class VerbsContractGuestTest extends ProviderContractTest {
         return false;
     }
 
+    /** A message is copied into registered staging slots, sent in place or not. */
+    @Override
+    protected boolean sendsInPlace() {
+        return false;
+    }
+
     /** iWARP: the responder answers a refusal with TERMINATE; the requester's request is flushed. */
     @Override
     protected boolean refusalsMayArriveAsConnectionLoss() {
