@@ -47,6 +47,8 @@ final class VerbsTransport implements ProviderTransport {
 
     private static final System.Logger LOG = System.getLogger(VerbsTransport.class.getName());
     private static final int LISTEN_BACKLOG = 128;
+    /** Connects tried on new local ports when the port rdma_connect was to use is taken. */
+    private static final int MAX_CONNECT_ATTEMPTS = 3;
     /** How long close lets connections drain before the progress thread tears them down regardless. */
     private static final Duration CLOSE_GRACE = Duration.ofSeconds(10);
 
@@ -210,6 +212,31 @@ final class VerbsTransport implements ProviderTransport {
         checkOpen();
         long deadline = System.nanoTime() + timeout.toNanos();
         int timeoutMs = (int) Math.max(1, Math.min(Integer.MAX_VALUE, timeout.toMillis()));
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return connectOnce(address, deadline, timeoutMs);
+            } catch (PortInUse e) {
+                // iWARP connects over a kernel TCP socket bound to the CM id's port, which a connection that ended
+                // moments ago may still hold (TIME_WAIT): a new CM id gets a new port
+                if (attempt == MAX_CONNECT_ATTEMPTS || System.nanoTime() >= deadline) {
+                    throw new RdmaException("connect to " + address + " failed: " + e.getCause().getMessage()
+                            + " on " + attempt + " local ports in a row", e.getCause());
+                }
+                LOG.log(System.Logger.Level.DEBUG, () -> "connect to " + address + ": local port in use, retrying");
+            }
+        }
+    }
+
+    /** The local port rdma_connect was to use is taken; the attempt's resources are gone. */
+    private static final class PortInUse extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        PortInUse(NativeCallException cause) {
+            super(cause.getMessage(), cause, false, false);
+        }
+    }
+
+    private ProviderConnection connectOnce(InetSocketAddress address, long deadline, int timeoutMs) {
         MemorySegment id = createId();
         VerbsConnection c = new VerbsConnection(this, id, true);
         BlockingQueue<RdmaCm.Event> events = new LinkedBlockingQueue<>();
@@ -230,6 +257,9 @@ final class VerbsTransport implements ProviderTransport {
         } catch (RuntimeException e) {
             settingUp.remove(c);
             c.destroyUnattached();
+            if (e instanceof NativeCallException n && n.errno() == Errno.EADDRINUSE) {
+                throw new PortInUse(n);
+            }
             RuntimeException r = asRdmaException(e);
             if (r instanceof RdmaException) {
                 throw r;
