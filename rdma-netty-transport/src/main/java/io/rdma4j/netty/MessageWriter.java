@@ -63,8 +63,9 @@ final class MessageWriter {
     private final Frontier frontier = new Frontier();
     /** The channel's outbound buffer, as the last write saw it: a close detaches it from the channel first. */
     private ChannelOutboundBuffer outbound;
-    /** Netty's close, held until the sends in place complete; loop thread only. */
+    /** Netty's close, held until the sends in place complete, and the timer that ends the wait; loop thread only. */
     private Runnable closeAfterSends;
+    private java.util.concurrent.ScheduledFuture<?> closeWaitTimer;
 
     MessageWriter(RdmaSocketChannel channel, RdmaConnection connection, SendWindow window, int maxMessageSize) {
         this.channel = channel;
@@ -95,6 +96,10 @@ final class MessageWriter {
             throw e;
         } finally {
             writer = null;
+            if (closeAfterSends != null && inPlaceSending.get() == 0) {
+                // a listener closed the channel in this write, and the last send completed in it too: nobody posted
+                channel.post(new RdmaEvent.Run(this::releaseHeldClose));
+            }
         }
     }
 
@@ -104,8 +109,8 @@ final class MessageWriter {
      */
     private void handOver(ChannelOutboundBuffer in, RdmaIoHandler loop) throws Exception {
         while (true) {
-            if (closedMeanwhile(in)) {
-                return;
+            if (closedMeanwhile(in) || closeAfterSends != null) {
+                return; // nothing is handed over once Netty's close began
             }
             if (!window.hasRoom() && !window.block()) {
                 return; // a completion posts Writable, which flushes again
@@ -191,10 +196,13 @@ final class MessageWriter {
      * For {@code prepareToClose}: null when no send in place is under way, else an executor that holds Netty's close
      * until they complete. Netty fails every write still in the outbound buffer once it closes, although the bytes of
      * those sent in place go out: held, their writes complete as they would have, and only what was never handed over
-     * fails. A send that cannot complete fails once the connection does, which ends the wait too.
+     * fails. A send that cannot complete fails once the connection does, which ends the wait too. Not held with
+     * {@code SO_LINGER=0} (a reset), once the output was shut down (Netty failed the writes then) or while the loop
+     * shuts down (its timers are cancelled).
      */
-    Executor closeAfterSendsInPlace() {
-        if (inPlaceSending.get() == 0 || outbound == null) {
+    Executor closeAfterSendsInPlace(int soLinger, boolean outputShutdown) {
+        if (inPlaceSending.get() == 0 || outbound == null || soLinger == 0 || outputShutdown || !channel.isRegistered()
+                || channel.eventLoop().isShuttingDown()) {
             return null;
         }
         return close -> {
@@ -204,7 +212,7 @@ final class MessageWriter {
             } else {
                 // a peer that stops reading must not hold the channel open: then Netty fails what still sends
                 try {
-                    channel.eventLoop().schedule(() -> {
+                    closeWaitTimer = channel.eventLoop().schedule(() -> {
                         if (closeAfterSends == close) {
                             closeHeld();
                         }
@@ -216,9 +224,23 @@ final class MessageWriter {
         };
     }
 
+    /**
+     * The loop: lets a held close go on now, whether or not the sends in place completed (the loop shuts down, and its
+     * timers with it); what still sends keeps its buffer retained until rdma4j is done with it.
+     */
+    void releaseHeldClose() {
+        if (closeAfterSends != null) {
+            closeHeld();
+        }
+    }
+
     /** The loop, with a close held: completes the writes rdma4j is done with, then lets Netty close. */
     private void closeHeld() {
         Runnable close = closeAfterSends;
+        if (closeWaitTimer != null) {
+            closeWaitTimer.cancel(false);
+            closeWaitTimer = null;
+        }
         try {
             removeDone(outbound);
         } catch (Exception e) {

@@ -510,7 +510,7 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
         /** A close waits until rdma4j no longer reads the buffers sent in place, so that their writes succeed. */
         @Override
         protected Executor prepareToClose() {
-            return state == State.ACTIVE && plain == null && config.getSoLinger() != 0 ? writer.closeAfterSendsInPlace() : null;
+            return state == State.ACTIVE && plain == null ? writer.closeAfterSendsInPlace(config.getSoLinger(), outputShutdown) : null;
         }
 
         void writeFailed(Throwable cause) {
@@ -531,8 +531,12 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
             post(event);
         }
 
+        /** The loop shuts down: a close held for sends in place goes on now. */
         @Override
         public void close() {
+            if (writer != null) {
+                writer.releaseHeldClose();
+            }
             close(voidPromise());
         }
     }

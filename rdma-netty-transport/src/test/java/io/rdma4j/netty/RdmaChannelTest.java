@@ -344,6 +344,44 @@ class RdmaChannelTest {
     }
 
     /**
+     * A close held for sends in place (the peer does not read) goes on when the channel's event loop shuts down, whose
+     * timers go with it: the channel closes and every write completes, succeeded or failed, rather than waiting for a
+     * timer that was cancelled.
+     */
+    @Test
+    void aCloseWaitingForSendsInPlaceEndsWhenTheLoopShutsDown() throws Exception {
+        int size = 64 << 10;
+        Sink sink = new Sink(Integer.MAX_VALUE);
+        Channel server = new ServerBootstrap().group(serverGroup).channel(RdmaServerSocketChannel.class)
+                .childOption(ChannelOption.AUTO_READ, false).childHandler(sink).bind(LOOPBACK).sync().channel();
+        EventLoopGroup ownGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(clientTransport));
+        try {
+            Channel ch = new Bootstrap().group(ownGroup).channel(RdmaSocketChannel.class)
+                    .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
+            assertThat(sink.active(10)).isTrue();
+            List<ChannelFuture> futures = new ArrayList<>();
+            for (int i = 0; i < 512; i++) {
+                futures.add(ch.write(PooledByteBufAllocator.DEFAULT.directBuffer(size).writeZero(size)));
+            }
+            ch.flush();
+            Thread.sleep(500); // the window fills; sends in place wait for the peer to read
+            ch.close();
+            Thread.sleep(200);
+            assertThat(ch.closeFuture().isDone()).as("the close waits for the sends in place").isFalse();
+            ownGroup.shutdownGracefully(0, 5, TimeUnit.SECONDS);
+            assertThat(ch.closeFuture().await(30, TimeUnit.SECONDS)).as("closed as its loop shut down").isTrue();
+            for (ChannelFuture f : futures) {
+                assertThat(f.await(10, TimeUnit.SECONDS)).as("every write completed").isTrue();
+            }
+            assertThat(futures).as("what was never handed over failed").anyMatch(f -> !f.isSuccess());
+            assertThat(ownGroup.terminationFuture().await(30, TimeUnit.SECONDS)).isTrue();
+        } finally {
+            ownGroup.shutdownGracefully(0, 5, TimeUnit.SECONDS);
+            server.close().sync();
+        }
+    }
+
+    /**
      * rdma4j reads a received message straight into a buffer of the channel's allocator (one of exactly the message's
      * size), and the pipeline gets slices of it: no received byte is copied in Java.
      */
@@ -506,7 +544,6 @@ class RdmaChannelTest {
         }
     }
 
-    /** Records what reaches the end of the pipeline: bytes as "data:hex", user events as they are. */
     /**
      * A server's child handler that keeps every byte its channel reads, asks for the next read after each batch (for
      * channels without auto-read) and says when {@code expected} bytes have come.

@@ -223,6 +223,7 @@ final class VerbsTransport implements ProviderTransport {
                             + " on " + attempt + " local ports in a row", e.getCause());
                 }
                 LOG.log(System.Logger.Level.DEBUG, () -> "connect to " + address + ": local port in use, retrying");
+                checkOpen();
             }
         }
     }
