@@ -113,14 +113,19 @@ final class TcpTransport implements ProviderTransport {
     public ProviderRegion register(MemorySegment segment, Set<Access> access) {
         checkOpen();
         long bytes = segment.byteSize();
-        long total = registeredBytes.addAndGet(bytes);
-        if (total < 0 || total > options.maxRegisteredBytes()) {
-            registeredBytes.addAndGet(-bytes);
-            throw new RegisteredMemoryLimitException("registering " + bytes + " bytes would take this tcp transport's "
-                    + "registered memory to " + (total < 0 ? "more than " + Long.MAX_VALUE : total) + " bytes, past "
-                    + "tcp.max-registered-bytes=" + options.maxRegisteredBytes() + " (the tcp provider's RLIMIT_MEMLOCK): "
-                    + "raise it, or close regions no longer read");
-        }
+        // added only if it fits, so a refused registration never makes a concurrent one that fits look too large
+        long before;
+        long total;
+        do {
+            before = registeredBytes.get();
+            total = before + bytes;
+            if (total < 0 || total > options.maxRegisteredBytes()) {
+                throw new RegisteredMemoryLimitException("registering " + bytes + " bytes would take this tcp transport's "
+                        + "registered memory to " + (total < 0 ? "more than " + Long.MAX_VALUE : total) + " bytes, past "
+                        + "tcp.max-registered-bytes=" + options.maxRegisteredBytes() + " (the tcp provider's RLIMIT_MEMLOCK): "
+                        + "raise it, or close regions no longer read");
+            }
+        } while (!registeredBytes.compareAndSet(before, total));
         while (true) {
             long key = random.nextLong();
             if (key == 0) {
