@@ -1,5 +1,7 @@
 package io.rdma4j.spark;
 
+import io.rdma4j.core.RegistrationException;
+import io.rdma4j.core.pool.PooledBuffer;
 import io.rdma4j.core.pool.RegisteredBufferPool;
 import io.rdma4j.spark.RemoteReadPlanner.Batch;
 import io.rdma4j.spark.RemoteReadPlanner.MapRange;
@@ -20,7 +22,13 @@ import java.util.concurrent.LinkedBlockingQueue;
 final class InFlightReads {
 
     /** What the task thread takes. */
-    sealed interface Arrival permits Completed, Planned { }
+    sealed interface Arrival permits Completed, Planned, Unbuffered { }
+
+    /**
+     * A batch no buffer could be registered for (this executor's registered-memory limit): none of its reads was
+     * issued, and its blocks are Spark's to fetch.
+     */
+    record Unbuffered(Batch batch, RegistrationException cause) implements Arrival { }
 
     /** One map range's read into its slice of the batch's shared buffer, finished. */
     record Completed(Batch batch, MapRange range, MemorySegment bytes, SharedBuffer shared, Throwable failure) implements Arrival { }
@@ -88,6 +96,11 @@ final class InFlightReads {
         planning--;
     }
 
+    /** Task thread: a batch without a buffer was taken. */
+    synchronized void unbufferedTaken() {
+        outstanding--;
+    }
+
     /** Task thread: a finished read was taken; its bytes no longer count in flight, so more may be issued. */
     void readTaken(Completed read) {
         synchronized (this) {
@@ -106,10 +119,18 @@ final class InFlightReads {
         while (!closed && !pending.isEmpty()
                 && (bytesInFlight == 0 || bytesInFlight + pending.peek().bytes() <= maxBytesInFlight)) {
             Batch batch = pending.poll();
+            PooledBuffer pooled;
+            try {
+                pooled = pool.acquire(batch.bytes());
+            } catch (RegistrationException e) {
+                outstanding++; // until the task thread took it, as a read
+                arrivals.add(new Unbuffered(batch, e));
+                continue;
+            }
             bytesInFlight += batch.bytes();
             outstanding += batch.ranges().size();
             int blockCount = batch.ranges().stream().mapToInt(r -> r.blocks().size()).sum();
-            SharedBuffer shared = new SharedBuffer(pool.acquire(batch.bytes()), batch.ranges().size(), blockCount);
+            SharedBuffer shared = new SharedBuffer(pooled, batch.ranges().size(), blockCount);
             handedOut.add(shared);
             MemorySegment buffer = shared.segment();
             long at = 0;

@@ -3,6 +3,7 @@ package io.rdma4j.spark;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegionDescriptor;
 import io.rdma4j.core.RegisteredRegion;
+import io.rdma4j.core.RegistrationException;
 import io.rdma4j.core.RequestContext;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
 import org.slf4j.Logger;
@@ -51,6 +52,18 @@ final class MapOutputPublisher implements AutoCloseable {
     private final Map<Integer, java.util.concurrent.atomic.LongAdder> publishNanos = new ConcurrentHashMap<>();
     /** Shuffles whose refused registration was logged at warning level. */
     private final java.util.Set<Integer> refusedShuffles = ConcurrentHashMap.newKeySet();
+    /**
+     * The last {@value #UNPUBLISHED_REMEMBERED} shuffles unpublished (Spark never reuses a shuffle id): a late describe
+     * or a zombie map task's eager publish must not register their files, which nothing would release again.
+     */
+    private final java.util.Set<Integer> unpublished = java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(
+            new java.util.LinkedHashMap<>(16, 0.75f, false) {
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<Integer, Boolean> eldest) {
+                    return size() > UNPUBLISHED_REMEMBERED;
+                }
+            }));
+    private static final int UNPUBLISHED_REMEMBERED = 10_000;
 
     MapOutputPublisher(RdmaTransport transport, IndexShuffleBlockResolver resolver, RdmaShuffleConf conf) {
         this.transport = transport;
@@ -66,7 +79,7 @@ final class MapOutputPublisher implements AutoCloseable {
         Map<Long, Published> maps = published.get(shuffleId);
         if (maps == null) {
             // a peer may name any shuffle: nothing is kept for one whose files this executor does not have
-            if (!resolver.getIndexFile(shuffleId, mapId, Option.empty()).isFile()) {
+            if (unpublished.contains(shuffleId) || !resolver.getIndexFile(shuffleId, mapId, Option.empty()).isFile()) {
                 return null;
             }
             maps = published.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>());
@@ -76,7 +89,7 @@ final class MapOutputPublisher implements AutoCloseable {
             return p;
         }
         synchronized (maps) {
-            if (closed || published.get(shuffleId) != maps) {
+            if (closed || published.get(shuffleId) != maps || unpublished.contains(shuffleId)) {
                 // unpublished (or closed) meanwhile: nothing would release what were registered now
                 return null;
             }
@@ -139,6 +152,7 @@ final class MapOutputPublisher implements AutoCloseable {
 
     /** Deregisters and unmaps a shuffle's outputs; called before Spark deletes the files. */
     void unpublish(int shuffleId) {
+        unpublished.add(shuffleId);
         Map<Long, Published> maps = published.remove(shuffleId);
         java.util.concurrent.atomic.LongAdder nanos = publishNanos.remove(shuffleId);
         refusedShuffles.remove(shuffleId);
@@ -169,11 +183,15 @@ final class MapOutputPublisher implements AutoCloseable {
             Published p;
             try {
                 p = publish(r.shuffleId(), mapId);
-            } catch (RuntimeException e) {
+            } catch (RegistrationException e) {
                 // The files are there: the reader reads them through Spark's transfer (a registered-memory limit, say).
                 notServed(r.shuffleId(), mapId, e);
                 outputs.add(DescribeMapOutputs.MapOutput.notServed(mapId));
                 continue;
+            } catch (RuntimeException e) {
+                // files deleted or cut short meanwhile: what Spark's transfer would not serve either
+                LOG.debug("rdma4j shuffle: cannot map shuffle {} map {}: {}", r.shuffleId(), mapId, e.toString());
+                p = null;
             }
             outputs.add(p == null ? DescribeMapOutputs.MapOutput.missing(mapId)
                     : new DescribeMapOutputs.MapOutput(mapId, true, p.indexRegion(), p.dataRegion(), p.checksumRegion()));
@@ -182,7 +200,7 @@ final class MapOutputPublisher implements AutoCloseable {
     }
 
     /** Logs a refused registration once per shuffle (a reader asks for many map outputs at once), the rest at debug. */
-    private void notServed(int shuffleId, long mapId, RuntimeException e) {
+    private void notServed(int shuffleId, long mapId, RegistrationException e) {
         RdmaShuffleMetrics.MAP_OUTPUTS_NOT_SERVED.inc();
         if (refusedShuffles.add(shuffleId)) {
             LOG.warn("rdma4j shuffle: cannot register shuffle {} map {} for RDMA reads, so readers read this shuffle's "

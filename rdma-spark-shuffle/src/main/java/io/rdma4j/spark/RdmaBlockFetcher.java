@@ -3,6 +3,7 @@ package io.rdma4j.spark;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.spark.InFlightReads.Completed;
 import io.rdma4j.spark.InFlightReads.Planned;
+import io.rdma4j.spark.InFlightReads.Unbuffered;
 import io.rdma4j.spark.RemoteReadPlanner.Batch;
 import io.rdma4j.spark.RemoteReadPlanner.MapRange;
 import io.rdma4j.spark.RemoteReadPlanner.PlanFailure;
@@ -21,8 +22,11 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Queue;
 import java.util.Set;
@@ -43,8 +47,10 @@ import java.util.concurrent.TimeUnit;
  * trips overlap with work instead of adding to the fetch wait.
  *
  * <p>An executor that has the files but cannot register them (its registered-memory limit) has its blocks fetched
- * through Spark's block transfer ({@link SparkBlockTransfer}), handed out after the blocks read by RDMA, unless
- * {@code fallback=fail}.
+ * through Spark's block transfer ({@link SparkBlockTransfer}), and so have the blocks this executor cannot register a
+ * read buffer for, unless {@code fallback=fail}: all of them by one of Spark's fetch iterators, started once the RDMA
+ * side is drained, so that Spark's in-flight limits hold for the task as a whole and the task never holds Spark's
+ * bytes in flight and its own at once.
  *
  * <p>Its parts: {@link RemoteReadPlanner} (which bytes to read from a remote peer), {@link InFlightReads} (the reads
  * in flight and what arrives), {@link BlockVerifier} (checksums, one re-read) and {@link FetchFailures}.
@@ -52,7 +58,7 @@ import java.util.concurrent.TimeUnit;
 final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
 
     private static final Logger LOG = LoggerFactory.getLogger(RdmaBlockFetcher.class);
-    /** Executors whose blocks went through Spark, so the log says why once per executor, not once per task. */
+    /** Executors (and why) whose blocks went through Spark, so the log says why once per executor, not once per task. */
     private static final Set<String> REPORTED_NOT_SERVED = ConcurrentHashMap.newKeySet();
 
     /** A block ready to be consumed. */
@@ -70,8 +76,10 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     private final ArrayDeque<Ready> ready = new ArrayDeque<>();
     /** Null with {@code fallback=fail}. */
     private final SparkBlockTransfer spark;
-    /** Task thread only: blocks coming through Spark's transfer, handed out once the RDMA side is drained. */
-    private final ArrayDeque<Iterator<Tuple2<BlockId, InputStream>>> viaSpark = new ArrayDeque<>();
+    /** Task thread only: by executor, the blocks Spark's transfer fetches (null: all the task's of that executor). */
+    private final Map<BlockManagerId, Set<BlockId>> sparkFetches = new LinkedHashMap<>();
+    /** Task thread only: the blocks of {@link #sparkFetches}, once the RDMA side is drained. */
+    private Iterator<Tuple2<BlockId, InputStream>> viaSpark;
     /** The peer connections this task reads from: an idle close waits until the task ends. */
     private final Queue<PeerConnections.Lease> leases = new ConcurrentLinkedQueue<>();
     /** Maps the files of executors on this host; created by the first such peer. */
@@ -160,7 +168,7 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
                 if (spark == null) {
                     throw failures.of(self, first, why + " (spark.shuffle.rdma.fallback=fail)", e);
                 }
-                fetchThroughSpark(self, why);
+                fetchThroughSpark(self, null, RdmaShuffleMetrics.FallbackReason.NOT_SERVED, why);
                 return;
             }
             if (p == null) {
@@ -200,14 +208,21 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
         reads.planned(failure);
     }
 
-    /** {@code peer}'s blocks come through Spark's transfer; Spark starts fetching them now. */
-    private void fetchThroughSpark(BlockManagerId peer, String why) {
-        RdmaShuffleMetrics.fellBack(RdmaShuffleMetrics.FallbackReason.NOT_SERVED);
-        if (REPORTED_NOT_SERVED.add(peer.executorId())) {
-            LOG.warn("rdma4j shuffle: {}; reading executor {}'s blocks through Spark's block transfer "
-                    + "(spark.shuffle.rdma.fallback=spark)", why, peer.executorId());
+    /** {@code blocks} of {@code peer} (null: all the task's blocks of it) come through Spark's transfer. */
+    private void fetchThroughSpark(BlockManagerId peer, Set<BlockId> blocks, RdmaShuffleMetrics.FallbackReason reason, String why) {
+        RdmaShuffleMetrics.fellBack(reason);
+        if (REPORTED_NOT_SERVED.add(peer.executorId() + " " + reason)) {
+            LOG.warn("rdma4j shuffle: {}; reading {} through Spark's block transfer (spark.shuffle.rdma.fallback=spark)", why,
+                    blocks == null ? "executor " + peer.executorId() + "'s blocks" : "those blocks");
         }
-        viaSpark.add(spark.fetch(peer));
+        if (sparkFetches.containsKey(peer) && sparkFetches.get(peer) == null) {
+            return; // all of them already
+        }
+        if (blocks == null) {
+            sparkFetches.put(peer, null);
+        } else {
+            sparkFetches.computeIfAbsent(peer, p -> new HashSet<>()).addAll(blocks);
+        }
     }
 
     /** May wait: whether more blocks come is known only once every peer's planning is taken. */
@@ -215,13 +230,10 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
     public boolean hasNext() {
         while (ready.isEmpty()) {
             if (reads.drained()) {
-                while (!viaSpark.isEmpty()) {
-                    if (viaSpark.getFirst().hasNext()) {
-                        return true;
-                    }
-                    viaSpark.removeFirst();
+                if (viaSpark == null && !sparkFetches.isEmpty()) {
+                    viaSpark = spark.fetch(sparkFetches);
                 }
-                return false;
+                return viaSpark != null && viaSpark.hasNext();
             }
             takeArrival();
         }
@@ -234,7 +246,7 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             throw new NoSuchElementException();
         }
         if (ready.isEmpty()) {
-            return viaSpark.getFirst().next(); // Spark's iterator counts its blocks and bytes itself
+            return viaSpark.next(); // Spark's iterator counts its blocks and bytes itself
         }
         Ready block = ready.poll();
         if (block.remote()) {
@@ -259,14 +271,32 @@ final class RdmaBlockFetcher implements Iterator<Tuple2<BlockId, InputStream>> {
             case Planned planned -> {
                 reads.planningTaken();
                 PlanFailure f = planned.failure();
-                if (f != null && f.sparkServes() && spark != null) {
-                    fetchThroughSpark(f.peer(), f.message());
+                if (f != null && f.viaSpark() != null && spark != null) {
+                    fetchThroughSpark(f.peer(), null, f.viaSpark(), f.message());
+                } else if (f != null && f.viaSpark() == RdmaShuffleMetrics.FallbackReason.NO_READ_BUFFER) {
+                    throw new IllegalStateException("rdma4j shuffle: " + f.message() + " (spark.shuffle.rdma.fallback=fail)", f.cause());
                 } else if (f != null) {
-                    throw failures.of(f.peer(), f.wanted(), f.message() + (f.sparkServes() ? " (spark.shuffle.rdma.fallback=fail)" : ""),
+                    throw failures.of(f.peer(), f.wanted(), f.message() + (f.viaSpark() != null ? " (spark.shuffle.rdma.fallback=fail)" : ""),
                             f.cause());
                 }
             }
+            case Unbuffered unbuffered -> takeUnbuffered(unbuffered);
         }
+    }
+
+    /** A batch this executor could register no buffer for: Spark fetches its blocks, or with fallback=fail the task fails. */
+    private void takeUnbuffered(Unbuffered unbuffered) {
+        reads.unbufferedTaken();
+        Batch batch = unbuffered.batch();
+        String why = "this executor cannot register a buffer of " + batch.bytes() + " bytes to read executor "
+                + batch.executorId() + "'s blocks into: " + unbuffered.cause().getMessage();
+        if (spark == null) {
+            // this executor's memory, not the peer's output: a task failure, not a fetch failure re-running the map stage
+            throw new IllegalStateException("rdma4j shuffle: " + why + " (spark.shuffle.rdma.fallback=fail)", unbuffered.cause());
+        }
+        Set<BlockId> blocks = new HashSet<>();
+        batch.ranges().forEach(r -> blocks.addAll(r.blocks()));
+        fetchThroughSpark(batch.ranges().getFirst().peer(), blocks, RdmaShuffleMetrics.FallbackReason.NO_READ_BUFFER, why);
     }
 
     private void takeCompleted(Completed result) {

@@ -25,7 +25,9 @@ final class RdmaShuffleMetrics {
         /** A peer executor could not be reached by rdma4j. */
         PEER_UNREACHABLE("peerUnreachable"),
         /** An executor (a peer, or this one) could not register map outputs for RDMA reads: their blocks came through Spark. */
-        NOT_SERVED("notServed");
+        NOT_SERVED("notServed"),
+        /** This executor could not register a buffer to read a peer's blocks into: those blocks came through Spark. */
+        NO_READ_BUFFER("noReadBuffer");
 
         final String metricName;
 

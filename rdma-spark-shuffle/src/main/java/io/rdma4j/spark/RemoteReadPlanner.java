@@ -4,6 +4,7 @@ import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.ReadRequest;
 import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.core.RegistrationException;
 import io.rdma4j.core.pool.PooledBuffer;
 import org.apache.spark.storage.BlockManagerId;
 import org.apache.spark.storage.ShuffleBlockId;
@@ -41,11 +42,13 @@ final class RemoteReadPlanner {
 
     /**
      * Why a peer's planning failed; the task thread makes it a fetch failure ({@link FetchFailures}), or with
-     * {@code sparkServes} (the peer has the files but cannot register them) fetches the peer's blocks through Spark.
+     * {@code viaSpark} (a registered-memory limit: the peer cannot register its files, or this executor a buffer for
+     * the peer's index entries) fetches the peer's blocks through Spark, counted under that reason.
      */
-    record PlanFailure(BlockManagerId peer, WantedBlock wanted, String message, Throwable cause, boolean sparkServes) {
+    record PlanFailure(BlockManagerId peer, WantedBlock wanted, String message, Throwable cause,
+                       RdmaShuffleMetrics.FallbackReason viaSpark) {
         PlanFailure(BlockManagerId peer, WantedBlock wanted, String message, Throwable cause) {
-            this(peer, wanted, message, cause, false);
+            this(peer, wanted, message, cause, null);
         }
     }
 
@@ -88,7 +91,8 @@ final class RemoteReadPlanner {
         for (DescribeMapOutputs.MapOutput output : outputs.values()) {
             if (output.notServed()) {
                 throw new PlanningFailed(new PlanFailure(peer, wanted.getFirst(), "executor " + peerId + " cannot register map "
-                        + output.mapId() + " of shuffle " + shuffleId + " for RDMA reads (its log says why)", null, true));
+                        + output.mapId() + " of shuffle " + shuffleId + " for RDMA reads (its log says why)", null,
+                        RdmaShuffleMetrics.FallbackReason.NOT_SERVED));
             }
         }
         List<IndexSpan> spans = new ArrayList<>();
@@ -117,7 +121,14 @@ final class RemoteReadPlanner {
             return new ArrayList<>();
         }
         List<MapRange> ranges = new ArrayList<>();
-        try (PooledBuffer metaBuffer = runtime.pool.acquire(metaBytes)) {
+        PooledBuffer metaBuffer;
+        try {
+            metaBuffer = runtime.pool.acquire(metaBytes);
+        } catch (RegistrationException e) { // nothing of this peer's is read yet: Spark reads it all
+            throw new PlanningFailed(new PlanFailure(peer, wanted.getFirst(), "this executor cannot register a buffer to read "
+                    + "executor " + peerId + "'s index entries into: " + e.getMessage(), e, RdmaShuffleMetrics.FallbackReason.NO_READ_BUFFER));
+        }
+        try (metaBuffer) {
             MemorySegment sink = metaBuffer.segment();
             readIndexEntries(peer, connection, wanted, spans, sink);
             for (IndexSpan span : spans) {

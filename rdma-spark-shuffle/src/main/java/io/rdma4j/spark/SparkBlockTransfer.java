@@ -17,7 +17,10 @@ import scala.collection.Iterator;
 import scala.jdk.javaapi.CollectionConverters;
 
 import java.io.InputStream;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 /**
  * Fetches some executors' blocks of a reduce task through Spark's own block transfer, with the settings Spark's reader
@@ -46,20 +49,37 @@ final class SparkBlockTransfer {
     }
 
     /**
-     * Starts fetching {@code peer}'s blocks (Spark sends its requests at once) and returns them as they arrive, their
-     * streams wrapped (decompressed, decrypted) as Spark's reader wraps them; Spark's iterator counts its own metrics
-     * and lets go of its buffers when the task ends.
+     * Starts fetching {@code wanted}, by executor the blocks to fetch (null: all of the task's blocks of that executor),
+     * by one of Spark's iterators, which sends its requests at once and keeps to Spark's in-flight limits; returns the
+     * blocks as they arrive, their streams wrapped (decompressed, decrypted) as Spark's reader wraps them. Spark's
+     * iterator counts its own metrics and lets go of its buffers when the task ends.
      */
-    java.util.Iterator<Tuple2<BlockId, InputStream>> fetch(BlockManagerId peer) {
-        List<Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>>> wanted =
-                groups.stream().filter(g -> g._1().equals(peer)).toList();
+    java.util.Iterator<Tuple2<BlockId, InputStream>> fetch(Map<BlockManagerId, Set<BlockId>> wanted) {
+        List<Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>>> selected = new ArrayList<>();
+        for (Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>> group : groups) {
+            if (!wanted.containsKey(group._1())) {
+                continue;
+            }
+            Set<BlockId> only = wanted.get(group._1());
+            if (only == null) {
+                selected.add(group);
+                continue;
+            }
+            List<Tuple3<BlockId, Object, Object>> blocks = new ArrayList<>();
+            for (Tuple3<BlockId, Object, Object> block : CollectionConverters.asJava(group._2())) {
+                if (only.contains(block._1())) {
+                    blocks.add(block);
+                }
+            }
+            selected.add(new Tuple2<>(group._1(), CollectionConverters.asScala(blocks).toSeq()));
+        }
         SparkConf conf = SparkEnv.get().conf();
         Iterator<Tuple2<BlockId, InputStream>> blocks = new ShuffleBlockFetcherIterator(
                 context,
                 blockManager.blockStoreClient(),
                 blockManager,
                 mapOutputTracker,
-                CollectionConverters.asScala(wanted.iterator()),
+                CollectionConverters.asScala(selected.iterator()),
                 (blockId, stream) -> serializerManager.wrapStream(blockId, stream),
                 conf.getSizeAsMb("spark.reducer.maxSizeInFlight", "48m") * 1024 * 1024,
                 conf.getInt("spark.reducer.maxReqsInFlight", Integer.MAX_VALUE),

@@ -114,17 +114,20 @@ class ExecutorRuntimeTest {
             assertThat(first.get(1L).data().length()).isEqualTo(8);
             assertThat(first.get(2L).present()).as("map 2 has no files yet").isFalse();
 
-            // The peer forgets map 1 and map 2 appears: map 1 comes from the cache, map 2 is asked for again.
-            runtime.publisher.unpublish(SHUFFLE);
-            resolver.removeDataByMap(SHUFFLE, 1);
+            // Map 2 appears: map 1 comes from the cache (the answer kept, not a new one), map 2 is asked for again.
             writeMapOutput(2, "xy");
             Map<Long, DescribeMapOutputs.MapOutput> second = runtime.describe(runtime.executorId, lease.connection(), SHUFFLE, List.of(1L, 2L));
-            assertThat(second.get(1L)).as("cached").isEqualTo(first.get(1L));
+            assertThat(second.get(1L)).as("cached").isSameAs(first.get(1L));
             assertThat(second.get(2L).present()).as("a missing output is not cached").isTrue();
 
+            // A late describe after the shuffle was unregistered (its files still on disk until Spark deletes them) is
+            // neither answered from the cache nor registers the files again, which nothing would release.
             runtime.unregisterShuffle(SHUFFLE);
             Map<Long, DescribeMapOutputs.MapOutput> third = runtime.describe(runtime.executorId, lease.connection(), SHUFFLE, List.of(1L));
-            assertThat(third.get(1L).present()).as("the cache went with the shuffle; map 1's files are gone").isFalse();
+            assertThat(third.get(1L).present()).as("the cache went with the shuffle, and the shuffle is served no more").isFalse();
+            assertThat(runtime.publisher.publishedCount()).isZero();
+            assertThat(runtime.publisher.publish(SHUFFLE, 2)).as("an eager publish of a zombie map task").isNull();
+            assertThat(runtime.publisher.shufflesKnown()).isZero();
         }
     }
 

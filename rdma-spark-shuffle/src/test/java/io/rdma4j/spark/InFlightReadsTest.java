@@ -3,10 +3,12 @@ package io.rdma4j.spark;
 import io.rdma4j.core.Access;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegionDescriptor;
+import io.rdma4j.core.RegisteredMemoryLimitException;
 import io.rdma4j.core.TransportConfig;
 import io.rdma4j.core.pool.RegisteredBufferPool;
 import io.rdma4j.spark.InFlightReads.Completed;
 import io.rdma4j.spark.InFlightReads.Planned;
+import io.rdma4j.spark.InFlightReads.Unbuffered;
 import io.rdma4j.spark.RemoteReadPlanner.Batch;
 import io.rdma4j.spark.RemoteReadPlanner.MapRange;
 import io.rdma4j.spark.RemoteReadPlanner.PlanFailure;
@@ -63,6 +65,8 @@ class InFlightReadsTest {
         if (arrival instanceof Completed read) {
             reads.readTaken(read);
             read.shared().readFinished();
+        } else if (arrival instanceof Unbuffered) {
+            reads.unbufferedTaken();
         } else {
             reads.planningTaken();
         }
@@ -116,6 +120,32 @@ class InFlightReadsTest {
                 read -> assertThat(read.failure()).hasMessage("connection reset"));
         reads.close();
         assertThat(pool.outstandingBuffers()).isZero();
+    }
+
+    /**
+     * Past the executor's registered-memory limit (here {@code tcp.max-registered-bytes}) a batch gets no buffer: none
+     * of its reads is issued, it arrives for the task thread (which has Spark fetch its blocks), and the reads are not
+     * drained before it is taken.
+     */
+    @Test
+    void aBatchNoBufferCanBeRegisteredForArrivesWithoutAnyOfItsReads() {
+        try (RdmaTransport limited = RdmaTransport.open(TransportConfig.builder().provider("tcp")
+                .providerOption("tcp.max-registered-bytes", "1k").build())) {
+            InFlightReads reads = new InFlightReads(limited.createBufferPool(RdmaShuffleConf.from(new SparkConf()).poolConfig()),
+                    MAX_IN_FLIGHT);
+            reads.expectPlannings(0);
+            Batch batch = batch(30, 40);
+            reads.add(List.of(batch));
+            assertThat(peer.reads).as("nothing read without a buffer").isEmpty();
+            assertThat(reads.drained()).as("the batch is still to be taken").isFalse();
+            assertThat(take(reads)).isInstanceOfSatisfying(Unbuffered.class, u -> {
+                assertThat(u.batch()).isSameAs(batch);
+                assertThat(u.cause()).isInstanceOf(RegisteredMemoryLimitException.class)
+                        .hasMessageContaining("tcp.max-registered-bytes=1024");
+            });
+            assertThat(reads.drained()).isTrue();
+            reads.close();
+        }
     }
 
     @Test

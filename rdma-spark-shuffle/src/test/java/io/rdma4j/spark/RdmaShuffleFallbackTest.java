@@ -107,23 +107,7 @@ class RdmaShuffleFallbackTest {
                 .set("spark.shuffle.rdma.tcp.maxRegisteredBytes", "96k")
                 .set("spark.shuffle.rdma.bufferSlabSize", "4k");
         try (JavaSparkContext sc = LocalCluster.start(conf)) {
-            Map<Integer, Long> lengths = new java.util.TreeMap<>(sc.parallelize(IntStream.range(0, RECORDS).boxed().collect(Collectors.toList()), 4)
-                    .mapToPair(i -> new Tuple2<>(i % 50, payload(i)))
-                    .groupByKey(3) // no map-side combining: each large map output keeps its ~250 KB
-                    .mapValues(values -> {
-                        long total = 0;
-                        for (String v : values) {
-                            total += v.length() + v.hashCode() % 7;
-                        }
-                        return total;
-                    })
-                    .collectAsMap());
-            Map<Integer, Long> expected = new java.util.TreeMap<>();
-            for (int i = 0; i < RECORDS; i++) {
-                String v = payload(i);
-                expected.merge(i % 50, (long) v.length() + v.hashCode() % 7, Long::sum);
-            }
-            assertThat(lengths).isEqualTo(expected);
+            assertGroupedPayloadsAreRight(sc);
 
             Map<String, Map<String, Long>> metrics = PluginCsvMetrics.awaitPositive(csv, "fallbacks.notServed");
             assertThat(PluginCsvMetrics.sum(metrics, "fallbacks.notServed")).as("executors' blocks fetched through Spark: " + metrics)
@@ -139,6 +123,51 @@ class RdmaShuffleFallbackTest {
                     .as("the executor that refused says which limit").isNotEmpty()
                     .allSatisfy(l -> assertThat(l).contains("tcp.max-registered-bytes=98304"));
         }
+    }
+
+    /**
+     * Executors whose registered-memory limit has room for their map outputs but not for the reader's buffer pool (a
+     * slab of 4 MiB past a limit of 2 MiB): readers fetch the remote blocks through Spark's transfer rather than failing
+     * the fetch, which would blame a healthy peer and re-run the map stage.
+     */
+    @Test
+    void aReaderThatCannotRegisterItsReadBuffersFetchesThroughSparkTransfer() throws Exception {
+        Path csv = PluginCsvMetrics.emptyDirectory(LocalCluster.target().resolve("no-read-buffer-metrics"));
+        SparkConf conf = PluginCsvMetrics.enable(LocalCluster.rdmaConf("rdma4j-no-read-buffer"), csv)
+                .set("spark.shuffle.rdma.fallback", "spark")
+                .set("spark.shuffle.rdma.tcp.maxRegisteredBytes", "2m");
+        try (JavaSparkContext sc = LocalCluster.start(conf)) {
+            assertGroupedPayloadsAreRight(sc);
+
+            Map<String, Map<String, Long>> metrics = PluginCsvMetrics.awaitPositive(csv, "fallbacks.noReadBuffer");
+            assertThat(PluginCsvMetrics.sum(metrics, "fallbacks.noReadBuffer")).as("blocks fetched through Spark: " + metrics)
+                    .isPositive();
+            assertThat(PluginCsvMetrics.sum(metrics, "fallbacks.notServed")).as("every map output was served").isZero();
+            assertThat(executorLogs(sc).lines().filter(l -> l.contains("through Spark's block transfer (spark.shuffle.rdma.fallback=spark)")))
+                    .as("readers say why").isNotEmpty()
+                    .allSatisfy(l -> assertThat(l).contains("cannot register a buffer").contains("tcp.max-registered-bytes=2097152"));
+        }
+    }
+
+    /** Groups payloads by key through a shuffle of three partitions and checks every key's total. */
+    private static void assertGroupedPayloadsAreRight(JavaSparkContext sc) {
+        Map<Integer, Long> lengths = new java.util.TreeMap<>(sc.parallelize(IntStream.range(0, RECORDS).boxed().collect(Collectors.toList()), 4)
+                .mapToPair(i -> new Tuple2<>(i % 50, payload(i)))
+                .groupByKey(3) // no map-side combining: each large map output keeps its ~250 KB
+                .mapValues(values -> {
+                    long total = 0;
+                    for (String v : values) {
+                        total += v.length() + v.hashCode() % 7;
+                    }
+                    return total;
+                })
+                .collectAsMap());
+        Map<Integer, Long> expected = new java.util.TreeMap<>();
+        for (int i = 0; i < RECORDS; i++) {
+            String v = payload(i);
+            expected.merge(i % 50, (long) v.length() + v.hashCode() % 7, Long::sum);
+        }
+        assertThat(lengths).isEqualTo(expected);
     }
 
     private static final int RECORDS = 8_000;
