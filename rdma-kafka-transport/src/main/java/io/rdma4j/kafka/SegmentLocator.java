@@ -156,6 +156,15 @@ final class SegmentLocator {
             return bytes;
         }
         st = cursors.get(tp); // what within() found may have moved or replaced it
+        if (st != null && st.offset != position && staleMillis(tp) >= 0) {
+            // Kafka's fetch moved the position past a stalled exporter's watermark: that exporter may not answer a
+            // lookup (a hung process whose NIC still serves READs), so its watermark, one READ, says first whether it is back
+            watermark(tp, exporter, st);
+            long stale = staleMillis(tp);
+            if (stale >= 0) {
+                return stalled(tp, stale);
+            }
+        }
         if (st == null || st.offset != position) {
             st = lookUp(exporter, target, tp, position);
             if (st == null) {
@@ -189,12 +198,20 @@ final class SegmentLocator {
 
     /** Nothing new below {@code end}, unless the exporter stopped refreshing {@code tp}'s watermark. */
     private Where atEnd(TopicPartition tp, long end) {
+        long stale = staleMillis(tp);
+        return stale >= 0 ? stalled(tp, stale) : new NothingNew(end);
+    }
+
+    /** How long the exporter has not refreshed {@code tp}'s watermark, in ms, when past {@link #WATERMARK_STALE}; else -1. */
+    private long staleMillis(TopicPartition tp) {
         long[] seen = refreshSeen.get(tp);
-        if (seen != null && clock.getAsLong() - seen[1] > WATERMARK_STALE.toNanos()) {
-            return unreadable(FallbackReason.EXPORTER_STALLED, "the exporter has not refreshed the watermark of " + tp + " for "
-                    + (clock.getAsLong() - seen[1]) / 1_000_000 + " ms (its log says why)");
-        }
-        return new NothingNew(end);
+        long unchanged = seen == null ? 0 : clock.getAsLong() - seen[1];
+        return unchanged > WATERMARK_STALE.toNanos() ? unchanged / 1_000_000 : -1;
+    }
+
+    private Where stalled(TopicPartition tp, long staleMillis) {
+        return unreadable(FallbackReason.EXPORTER_STALLED, "the exporter has not refreshed the watermark of " + tp + " for "
+                + staleMillis + " ms (its log says why)");
     }
 
     /** Where the fetch from {@code position} reads, by {@code w}, the cursor's directory checked against it. */

@@ -143,6 +143,13 @@ class SegmentLocatorTest {
             assertThat(u.fallback().kind()).isEqualTo(FallbackReason.EXPORTER_STALLED);
             assertThat(u.fallback().reason()).contains("has not refreshed the watermark of " + TP);
         });
+        // Kafka's fetch moved the position on: a hung exporter might never answer a lookup, its watermark READ is enough
+        List<Long> lookedUp = List.copyOf(exporter.lookedUp);
+        int watermarks = exporter.watermarksRead;
+        assertThat(where(70)).isInstanceOfSatisfying(SegmentLocator.Unreadable.class,
+                u -> assertThat(u.fallback().kind()).isEqualTo(FallbackReason.EXPORTER_STALLED));
+        assertThat(exporter.lookedUp).as("no lookup from a stalled exporter").isEqualTo(lookedUp);
+        assertThat(exporter.watermarksRead).isEqualTo(watermarks + 1);
 
         exporter.watermark = new Watermark(60, 50, 300, 0, 55, 50, 1, 1_050, Watermark.UNKNOWN_LEADER);
         nanos += SegmentLocator.WATERMARK_REUSE.toNanos() + 1;

@@ -21,7 +21,7 @@ import java.util.Properties;
  * <tr><td>rdma.exporter.log.dirs</td><td>the broker's {@code log.dirs} (comma-separated)</td></tr>
  * <tr><td>rdma.exporter.bootstrap.servers</td><td>the broker's address, for the Admin API</td></tr>
  * <tr><td>rdma.exporter.listen.address</td><td>host:port consumers connect to (default 127.0.0.1:9299)</td></tr>
- * <tr><td>rdma.exporter.watermark.interval.ms</td><td>how often watermarks are refreshed (default 50, at most 1000)</td></tr>
+ * <tr><td>rdma.exporter.watermark.interval.ms</td><td>how often watermarks are refreshed (default 50; more than 1000 is lowered to 1000, with a warning)</td></tr>
  * <tr><td>rdma.exporter.retire.grace.ms</td><td>how long a replaced region stays readable (default 5000)</td></tr>
  * <tr><td>rdma.exporter.internal.topics</td><td>{@code true} to export Kafka's internal topics too (names starting
  *   with {@code __}: {@code __consumer_offsets}, {@code __transaction_state}, ...; default false)</td></tr>
@@ -54,6 +54,8 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
     public static final String LISTEN = PREFIX + "listen.address";
     public static final String PORT_OFFSET = PREFIX + "port.offset";
     public static final String INTERVAL = PREFIX + "watermark.interval.ms";
+    /** The longest watermark interval: consumers take a watermark unchanged for 10 s for an exporter that stopped. */
+    static final long MAX_WATERMARK_INTERVAL_MS = 1000;
     public static final String GRACE = PREFIX + "retire.grace.ms";
     public static final String INTERNAL_TOPICS = PREFIX + "internal.topics";
     public static final String ACLS = PREFIX + "acls";
@@ -72,9 +74,15 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
         if (bootstrapServers == null || bootstrapServers.isBlank()) {
             throw new IllegalArgumentException("set " + BOOTSTRAP + " to the broker's listener, e.g. 127.0.0.1:9092");
         }
-        if (watermarkInterval.isNegative() || watermarkInterval.isZero() || watermarkInterval.toMillis() > 1000) {
-            // consumers take a watermark unchanged for 10 s for an exporter that stopped (SegmentLocator.WATERMARK_STALE)
-            throw new IllegalArgumentException(INTERVAL + " must be between 1 and 1000 ms, got " + watermarkInterval.toMillis());
+        if (watermarkInterval.isNegative() || watermarkInterval.isZero()) {
+            throw new IllegalArgumentException(INTERVAL + " must be positive, got " + watermarkInterval.toMillis());
+        }
+        if (watermarkInterval.toMillis() > MAX_WATERMARK_INTERVAL_MS) {
+            // consumers take a watermark unchanged for 10 s for an exporter that stopped (SegmentLocator.WATERMARK_STALE);
+            // lowered rather than refused, so that a broker whose plugin was configured so still starts
+            org.slf4j.LoggerFactory.getLogger(ExporterConfig.class).warn("{}={} is more than {} ms: the exporter refreshes "
+                    + "watermarks every {} ms", INTERVAL, watermarkInterval.toMillis(), MAX_WATERMARK_INTERVAL_MS, MAX_WATERMARK_INTERVAL_MS);
+            watermarkInterval = Duration.ofMillis(MAX_WATERMARK_INTERVAL_MS);
         }
         if (connectionsMaxIdle.isNegative() || connectionsMaxIdle.isZero()) {
             throw new IllegalArgumentException(CONNECTIONS_MAX_IDLE + " must be positive");

@@ -36,6 +36,22 @@ class ExporterConfigTest {
         assertThat(config.aclCache().toMillis()).isEqualTo(30_000);
     }
 
+    /**
+     * A watermark interval over a second is lowered to one (consumers take a watermark unchanged for 10 s for a stopped
+     * exporter) rather than refused, so that a broker whose plugin was configured so still starts; zero is refused.
+     */
+    @Test
+    void aWatermarkIntervalOverASecondIsLoweredToOneAndZeroIsRefused() {
+        Map<String, Object> p = props();
+        p.put(ExporterConfig.INTERVAL, "20000");
+        assertThat(ExporterConfig.fromProperties(p).watermarkInterval().toMillis()).isEqualTo(1000);
+        p.put(ExporterConfig.INTERVAL, "250");
+        assertThat(ExporterConfig.fromProperties(p).watermarkInterval().toMillis()).isEqualTo(250);
+        p.put(ExporterConfig.INTERVAL, "0");
+        assertThatThrownBy(() -> ExporterConfig.fromProperties(p)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("rdma.exporter.watermark.interval.ms must be positive");
+    }
+
     @Test
     void insideABrokerWithAnAuthorizerAclsAreOnByDefault() {
         Map<String, Object> broker = new HashMap<>();
