@@ -53,6 +53,12 @@ final class MapOutputPublisher implements AutoCloseable {
     /** Shuffles whose refused registration was logged at warning level. */
     private final java.util.Set<Integer> refusedShuffles = ConcurrentHashMap.newKeySet();
     /**
+     * By shuffle, the map outputs whose registration was refused and when: each reducer of the shuffle asks, and on verbs
+     * every try pins the file's pages until the limit stops it, so a refusal is repeated without a try for a while.
+     */
+    private final Map<Integer, Map<Long, Long>> refusedAt = new ConcurrentHashMap<>();
+    private static final long REFUSAL_KEPT_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+    /**
      * The last {@value #UNPUBLISHED_REMEMBERED} shuffles unpublished (Spark never reuses a shuffle id): a late describe
      * or a zombie map task's eager publish must not register their files, which nothing would release again.
      */
@@ -156,6 +162,7 @@ final class MapOutputPublisher implements AutoCloseable {
         Map<Long, Published> maps = published.remove(shuffleId);
         java.util.concurrent.atomic.LongAdder nanos = publishNanos.remove(shuffleId);
         refusedShuffles.remove(shuffleId);
+        refusedAt.remove(shuffleId);
         if (maps != null) {
             LOG.info("rdma4j shuffle: shuffle {}: {} map outputs were mapped and registered in {} ms in total", shuffleId, maps.size(),
                     nanos == null ? 0 : nanos.sum() / 1_000_000);
@@ -182,6 +189,11 @@ final class MapOutputPublisher implements AutoCloseable {
         for (long mapId : r.mapIds()) {
             Published p;
             try {
+                if (refusedRecently(r.shuffleId(), mapId)) {
+                    RdmaShuffleMetrics.MAP_OUTPUTS_NOT_SERVED.inc();
+                    outputs.add(DescribeMapOutputs.MapOutput.notServed(mapId));
+                    continue;
+                }
                 p = publish(r.shuffleId(), mapId);
             } catch (RegistrationException e) {
                 // The files are there: the reader reads them through Spark's transfer (a registered-memory limit, say).
@@ -199,9 +211,18 @@ final class MapOutputPublisher implements AutoCloseable {
         return DescribeMapOutputs.encodeReply(outputs);
     }
 
+    private boolean refusedRecently(int shuffleId, long mapId) {
+        Map<Long, Long> refused = refusedAt.get(shuffleId);
+        Long at = refused == null ? null : refused.get(mapId);
+        return at != null && System.nanoTime() - at < REFUSAL_KEPT_NANOS;
+    }
+
     /** Logs a refused registration once per shuffle (a reader asks for many map outputs at once), the rest at debug. */
     private void notServed(int shuffleId, long mapId, RegistrationException e) {
         RdmaShuffleMetrics.MAP_OUTPUTS_NOT_SERVED.inc();
+        if (!unpublished.contains(shuffleId)) {
+            refusedAt.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>()).put(mapId, System.nanoTime());
+        }
         if (refusedShuffles.add(shuffleId)) {
             LOG.warn("rdma4j shuffle: cannot register shuffle {} map {} for RDMA reads, so readers read this shuffle's "
                     + "map outputs that cannot be registered through Spark's block transfer: {}", shuffleId, mapId, e.getMessage());

@@ -164,6 +164,29 @@ class ExecutorRuntimeTest {
         fetcher.cleanup(); // the task's completion listener
     }
 
+    /**
+     * A map output the executor cannot register (past its registered-memory limit) is answered "not served", and is
+     * not tried again at once for the next reducer's request: on verbs each try pins the file's pages until the limit
+     * stops it. Here the files shrink below the limit meanwhile, and the answer stays until the refusal is 10 s old.
+     */
+    @Test
+    void aRefusedMapOutputIsNotTriedAgainAtEachRequest() throws Exception {
+        writeMapOutput(1, "x".repeat(64 << 10));
+        try (io.rdma4j.core.RdmaTransport limited = io.rdma4j.core.RdmaTransport.open(io.rdma4j.core.TransportConfig.builder()
+                .provider("tcp").providerOption("tcp.max-registered-bytes", "16k").build())) {
+            MapOutputPublisher publisher = new MapOutputPublisher(limited, resolver, RdmaShuffleConf.from(env.conf()));
+            long[] map1 = {1};
+            assertThat(DescribeMapOutputs.decodeReply(publisher.describe(DescribeMapOutputs.encodeRequest(SHUFFLE, map1), null), map1))
+                    .singleElement().satisfies(o -> assertThat(o.notServed()).isTrue());
+            resolver.removeDataByMap(SHUFFLE, 1);
+            writeMapOutput(1, "small");
+            assertThat(DescribeMapOutputs.decodeReply(publisher.describe(DescribeMapOutputs.encodeRequest(SHUFFLE, map1), null), map1))
+                    .as("refused moments ago").singleElement().satisfies(o -> assertThat(o.notServed()).isTrue());
+            assertThat(limited.registeredRegions()).isZero();
+            publisher.close();
+        }
+    }
+
     /** Map output {@code mapId} of {@link #SHUFFLE} with one partition per string, as Spark's sort shuffle writes it. */
     private static void writeMapOutput(long mapId, String... partitions) throws IOException {
         File data = Files.createTempFile(Path.of("target"), "map-output", ".tmp").toFile();
