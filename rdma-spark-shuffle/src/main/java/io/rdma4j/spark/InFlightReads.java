@@ -25,8 +25,8 @@ final class InFlightReads {
     sealed interface Arrival permits Completed, Planned, Unbuffered { }
 
     /**
-     * A batch no buffer could be registered for (this executor's registered-memory limit): none of its reads was
-     * issued, and its blocks are Spark's to fetch.
+     * A batch no buffer could be registered for (this executor's registered-memory limit) while none of the task's
+     * reads was in flight: none of its reads was issued, and its blocks are Spark's to fetch.
      */
     record Unbuffered(Batch batch, RegistrationException cause) implements Arrival { }
 
@@ -123,6 +123,10 @@ final class InFlightReads {
             try {
                 pooled = pool.acquire(batch.bytes());
             } catch (RegistrationException e) {
+                if (bytesInFlight > 0) {
+                    pending.addFirst(batch); // the buffers of the reads in flight come back once taken: tried again then
+                    return;
+                }
                 outstanding++; // until the task thread took it, as a read
                 arrivals.add(new Unbuffered(batch, e));
                 continue;

@@ -97,6 +97,9 @@ final class MapOutputPublisher implements AutoCloseable {
         synchronized (maps) {
             if (closed || published.get(shuffleId) != maps || unpublished.contains(shuffleId)) {
                 // unpublished (or closed) meanwhile: nothing would release what were registered now
+                if (unpublished.contains(shuffleId)) {
+                    published.remove(shuffleId, maps); // made after unpublish had removed the shuffle's
+                }
                 return null;
             }
             p = maps.get(mapId);
@@ -196,6 +199,11 @@ final class MapOutputPublisher implements AutoCloseable {
                 }
                 p = publish(r.shuffleId(), mapId);
             } catch (RegistrationException e) {
+                if (gone(e)) {
+                    LOG.debug("rdma4j shuffle: shuffle {} map {} was deleted while being registered", r.shuffleId(), mapId);
+                    outputs.add(DescribeMapOutputs.MapOutput.missing(mapId));
+                    continue;
+                }
                 // The files are there: the reader reads them through Spark's transfer (a registered-memory limit, say).
                 notServed(r.shuffleId(), mapId, e);
                 outputs.add(DescribeMapOutputs.MapOutput.notServed(mapId));
@@ -211,6 +219,16 @@ final class MapOutputPublisher implements AutoCloseable {
         return DescribeMapOutputs.encodeReply(outputs);
     }
 
+    /** Whether a file vanished under the registration: what Spark's transfer would not serve either. */
+    private static boolean gone(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof java.nio.file.NoSuchFileException || t instanceof java.io.FileNotFoundException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private boolean refusedRecently(int shuffleId, long mapId) {
         Map<Long, Long> refused = refusedAt.get(shuffleId);
         Long at = refused == null ? null : refused.get(mapId);
@@ -222,6 +240,9 @@ final class MapOutputPublisher implements AutoCloseable {
         RdmaShuffleMetrics.MAP_OUTPUTS_NOT_SERVED.inc();
         if (!unpublished.contains(shuffleId)) {
             refusedAt.computeIfAbsent(shuffleId, id -> new ConcurrentHashMap<>()).put(mapId, System.nanoTime());
+            if (unpublished.contains(shuffleId)) {
+                refusedAt.remove(shuffleId); // unpublished meanwhile
+            }
         }
         if (refusedShuffles.add(shuffleId)) {
             LOG.warn("rdma4j shuffle: cannot register shuffle {} map {} for RDMA reads, so readers read this shuffle's "

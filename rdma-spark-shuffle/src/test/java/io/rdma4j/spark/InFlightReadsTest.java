@@ -148,6 +148,37 @@ class InFlightReadsTest {
         }
     }
 
+    /**
+     * A batch refused a buffer while another read is in flight waits for that read (whose buffer may make room) rather
+     * than going to Spark at once: only with nothing in flight does a refusal send it there.
+     */
+    @Test
+    void aBatchRefusedABufferWaitsForTheReadsInFlight() {
+        try (RdmaTransport limited = RdmaTransport.open(TransportConfig.builder().provider("tcp")
+                .providerOption("tcp.max-registered-bytes", "12k").build())) {
+            // batches over the 4 KiB slab get a registration of their own: 6 KiB fits the limit, 6 + 8 KiB do not
+            InFlightReads reads = new InFlightReads(limited.createBufferPool(RdmaShuffleConf.from(new SparkConf()
+                    .set("spark.shuffle.rdma.bufferSlabSize", "4k")).poolConfig()), 1 << 20);
+            reads.expectPlannings(0);
+            Batch second = batch(8 << 10);
+            reads.add(List.of(batch(6 << 10), second));
+            assertThat(peer.reads).as("the first batch is read").hasSize(1);
+            assertThat(reads.drained()).isFalse();
+
+            peer.reads.getFirst().done().complete(null);
+            assertThat(take(reads)).as("nothing went to Spark while a read was in flight").isInstanceOf(Completed.class);
+            // taken, the first read's buffer is back: the second batch is read, or refused again and Spark's
+            if (peer.reads.size() == 2) {
+                peer.reads.get(1).done().complete(null);
+                assertThat(take(reads)).isInstanceOf(Completed.class);
+            } else {
+                assertThat(take(reads)).isInstanceOfSatisfying(Unbuffered.class, u -> assertThat(u.batch()).isSameAs(second));
+            }
+            assertThat(reads.drained()).isTrue();
+            reads.close();
+        }
+    }
+
     @Test
     void whenTheTaskEndsReadsStillInFlightOrNotTakenGiveTheirBufferBack() {
         InFlightReads reads = new InFlightReads(pool, MAX_IN_FLIGHT);
