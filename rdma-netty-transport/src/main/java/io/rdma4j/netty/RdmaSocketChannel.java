@@ -510,7 +510,11 @@ public class RdmaSocketChannel extends AbstractChannel implements SocketChannel 
         /** A close waits until rdma4j no longer reads the buffers sent in place, so that their writes succeed. */
         @Override
         protected Executor prepareToClose() {
-            return state == State.ACTIVE && plain == null ? writer.closeAfterSendsInPlace(config.getSoLinger(), outputShutdown) : null;
+            Executor held = state == State.ACTIVE && plain == null ? writer.closeAfterSendsInPlace(config.getSoLinger(), outputShutdown) : null;
+            if (held != null) {
+                reader.stop(); // nothing is read once the close began, as NIO deregisters before a lingering close
+            }
+            return held;
         }
 
         void writeFailed(Throwable cause) {

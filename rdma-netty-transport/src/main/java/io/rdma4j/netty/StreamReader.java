@@ -22,6 +22,8 @@ final class StreamReader {
     private boolean reading;
     private boolean readScheduled;
     private boolean inputClosedSeenErrorOnRead;
+    /** The channel is closing: nothing more reaches the pipeline, and what arrives waits in the inbox for the close. */
+    private boolean stopped;
 
     StreamReader(RdmaSocketChannel channel, Inbox inbox) {
         this.channel = channel;
@@ -40,6 +42,10 @@ final class StreamReader {
 
     void autoReadCleared() {
         readRequested = false;
+    }
+
+    void stop() {
+        stopped = true;
     }
 
     void readNow() {
@@ -62,7 +68,7 @@ final class StreamReader {
     }
 
     private void readLoop() {
-        if (reading) {
+        if (reading || stopped) {
             return; // the loop further up the stack sees what changed
         }
         reading = true;

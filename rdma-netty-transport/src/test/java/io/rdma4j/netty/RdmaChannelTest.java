@@ -21,6 +21,7 @@ import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.ChannelOutputShutdownEvent;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.util.ReferenceCountUtil;
 import io.rdma4j.core.ProtectedModeException;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaListener;
@@ -45,6 +46,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -306,9 +308,19 @@ class RdmaChannelTest {
                         child.closeFuture().addListener(f -> ended.countDown());
                     }
                 }).bind(LOOPBACK).sync().channel();
+        AtomicInteger readAfterClose = new AtomicInteger();
+        AtomicBoolean closeCalled = new AtomicBoolean();
         try {
             Channel ch = new Bootstrap().group(clientGroup).channel(RdmaSocketChannel.class)
-                    .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
+                    .handler(new ChannelInboundHandlerAdapter() {
+                        @Override
+                        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                            if (closeCalled.get()) {
+                                readAfterClose.incrementAndGet();
+                            }
+                            ReferenceCountUtil.release(msg);
+                        }
+                    }).connect(server.localAddress()).sync().channel();
             assertThat(sink.active(10)).isTrue();
             List<ChannelFuture> futures = new ArrayList<>();
             for (int i = 0; i < writes; i++) {
@@ -322,9 +334,13 @@ class RdmaChannelTest {
             AtomicInteger doneAtClose = new AtomicInteger();
             ChannelFuture closed = ch.eventLoop().submit(() -> {
                 doneAtClose.set((int) futures.stream().filter(ChannelFuture::isDone).count());
+                closeCalled.set(true);
                 return ch.close();
             }).get(10, TimeUnit.SECONDS);
             assertThat(doneAtClose.get()).as("writes complete when the close began").isLessThan(writes);
+            sink.child().writeAndFlush(Unpooled.wrappedBuffer(new byte[] {1, 2, 3})).sync();
+            Thread.sleep(300); // what the peer sends while the close waits does not reach the closing channel's pipeline
+            assertThat(readAfterClose.get()).as("reads after close()").isZero();
             sink.child().read();
             assertThat(closed.await(30, TimeUnit.SECONDS)).isTrue();
             assertThat(ended.await(30, TimeUnit.SECONDS)).as("the peer saw the end").isTrue();
