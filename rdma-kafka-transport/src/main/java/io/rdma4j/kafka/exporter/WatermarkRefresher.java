@@ -28,7 +28,8 @@ final class WatermarkRefresher implements AutoCloseable {
     private final Duration interval;
     private final Runnable chores;
     private final AtomicLong refreshes = new AtomicLong();
-    private final LogThrottle failures = new LogThrottle(Duration.ofMinutes(1));
+    /** One per kind of failure (the class of its root cause), so that a new cause is not hidden behind an old one. */
+    private final java.util.Map<Class<?>, LogThrottle> failures = new java.util.concurrent.ConcurrentHashMap<>();
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "rdma4j-log-exporter");
         t.setDaemon(true);
@@ -116,10 +117,15 @@ final class WatermarkRefresher implements AutoCloseable {
             // Whatever one refresh meets (an InternalError is the JVM's report of a fault in mapped memory), the
             // scheduled refreshes go on: a task that threw would never run again. A cause that lasts (a registered-memory
             // limit) fails every refresh, so one line a minute says it, with how many failed quietly since.
-            long quiet = failures.loudOrQuiet();
+            Throwable root = e;
+            while (root.getCause() != null && root.getCause() != root) {
+                root = root.getCause();
+            }
+            long quiet = failures.computeIfAbsent(root.getClass(), k -> new LogThrottle(Duration.ofMinutes(1))).loudOrQuiet();
             if (quiet >= 0) {
-                LOG.warn("watermark refresh failed (retrying every {} ms{}): {}", interval.toMillis(),
-                        quiet == 0 ? "" : "; " + quiet + " more failed since the last line", e.toString());
+                LOG.warn("watermark refresh failed (retrying every {} ms{}): {}{}", interval.toMillis(),
+                        quiet == 0 ? "" : "; " + quiet + " more failed so since the last line", e.toString(),
+                        e.getSuppressed().length == 0 ? "" : " (and " + e.getSuppressed().length + " more in this refresh)");
             } else {
                 LOG.debug("watermark refresh failed: {}", e.toString());
             }
