@@ -22,7 +22,10 @@ final class StreamReader {
     private boolean reading;
     private boolean readScheduled;
     private boolean inputClosedSeenErrorOnRead;
-    /** The channel is closing: nothing more reaches the pipeline, and what arrives waits in the inbox for the close. */
+    /**
+     * The channel is closing: nothing more reaches the pipeline, and what arrives is received and released, so that
+     * rdma4j's bounds never stop the peer (which may itself wait to send before it reads what the close waits for).
+     */
     private boolean stopped;
 
     StreamReader(RdmaSocketChannel channel, Inbox inbox) {
@@ -46,6 +49,8 @@ final class StreamReader {
 
     void stop() {
         stopped = true;
+        inbox.dropMessages();
+        inbox.pump(channel.connection());
     }
 
     void readNow() {
@@ -68,7 +73,13 @@ final class StreamReader {
     }
 
     private void readLoop() {
-        if (reading || stopped) {
+        if (stopped) {
+            if (channel.isActive()) {
+                inbox.pump(channel.connection());
+            }
+            return;
+        }
+        if (reading) {
             return; // the loop further up the stack sees what changed
         }
         reading = true;

@@ -124,7 +124,10 @@ final class InFlightReads {
                 pooled = pool.acquire(batch.bytes());
             } catch (RegistrationException e) {
                 if (bytesInFlight > 0) {
-                    pending.addFirst(batch); // the buffers of the reads in flight come back once taken: tried again then
+                    // tried again as each read in flight is taken. A taken read's buffer comes back only once its blocks
+                    // are consumed, so the last try may still be refused: waiting for buffers rather than reads could
+                    // wait for ever on a consumer that holds a block's stream open
+                    pending.addFirst(batch);
                     return;
                 }
                 outstanding++; // until the task thread took it, as a read

@@ -192,7 +192,7 @@ final class MapOutputPublisher implements AutoCloseable {
         for (long mapId : r.mapIds()) {
             Published p;
             try {
-                if (refusedRecently(r.shuffleId(), mapId)) {
+                if (!isPublished(r.shuffleId(), mapId) && refusedRecently(r.shuffleId(), mapId)) {
                     RdmaShuffleMetrics.MAP_OUTPUTS_NOT_SERVED.inc();
                     outputs.add(DescribeMapOutputs.MapOutput.notServed(mapId));
                     continue;
@@ -227,6 +227,11 @@ final class MapOutputPublisher implements AutoCloseable {
             }
         }
         return false;
+    }
+
+    private boolean isPublished(int shuffleId, long mapId) {
+        Map<Long, Published> maps = published.get(shuffleId);
+        return maps != null && maps.containsKey(mapId);
     }
 
     private boolean refusedRecently(int shuffleId, long mapId) {

@@ -118,7 +118,7 @@ final class WatermarkRefresher implements AutoCloseable {
             // scheduled refreshes go on: a task that threw would never run again. A cause that lasts (a registered-memory
             // limit) fails every refresh, so one line a minute says it, with how many failed quietly since.
             Throwable root = e;
-            while (root.getCause() != null && root.getCause() != root) {
+            for (int depth = 0; depth < 16 && root.getCause() != null && root.getCause() != root; depth++) {
                 root = root.getCause();
             }
             long quiet = failures.computeIfAbsent(root.getClass(), k -> new LogThrottle(Duration.ofMinutes(1))).loudOrQuiet();
