@@ -50,9 +50,7 @@ class ExporterMemoryLimitTest {
     @Test
     void anExporterThatCannotRegisterNewDataLeavesThePartitionToKafkasFetch() throws Exception {
         String topic = "limited";
-        KafkaFixtures.createTopic(cluster.bootstrap(), topic, 1);
-        TopicPartition tp = new TopicPartition(topic, 0);
-        produce(topic, 0, 300);
+        TopicPartition tp = topicWith(topic, 300);
         Map<String, Object> props = new HashMap<>(cluster.exporterProps("127.0.0.1:0"));
         props.put("rdma.tcp.max-registered-bytes", "128k");
         try (LogExporter limited = LogExporter.start(ExporterConfig.fromProperties(props));
@@ -80,10 +78,7 @@ class ExporterMemoryLimitTest {
      */
     @Test
     void aConsumerThatCannotRegisterItsReadBuffersReadsThroughKafka() throws Exception {
-        String topic = "consumer-limited";
-        KafkaFixtures.createTopic(cluster.bootstrap(), topic, 1);
-        TopicPartition tp = new TopicPartition(topic, 0);
-        produce(topic, 0, 2000);
+        TopicPartition tp = topicWith("consumer-limited", 2000);
         try (LogExporter exporter = LogExporter.start(ExporterConfig.fromProperties(cluster.exporterProps("127.0.0.1:0")))) {
             Map<String, Object> props = new HashMap<>(consumerProps(exporter));
             props.put("rdma.tcp.max-registered-bytes", "4k");
@@ -96,6 +91,13 @@ class ExporterMemoryLimitTest {
                 assertThat(KafkaFixtures.rdmaRecords(c)).isZero();
             }
         }
+    }
+
+    /** A new topic of one partition holding {@code records} records (offsets 0 on). */
+    private static TopicPartition topicWith(String topic, int records) throws Exception {
+        KafkaFixtures.createTopic(cluster.bootstrap(), topic, 1);
+        produce(topic, 0, records);
+        return new TopicPartition(topic, 0);
     }
 
     private static void produce(String topic, int from, int count) throws Exception {
