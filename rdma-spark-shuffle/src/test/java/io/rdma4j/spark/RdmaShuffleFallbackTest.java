@@ -100,29 +100,21 @@ class RdmaShuffleFallbackTest {
      */
     @Test
     void mapOutputsAnExecutorCannotRegisterAreReadThroughSparkTransfer() throws Exception {
-        Path csv = PluginCsvMetrics.emptyDirectory(LocalCluster.target().resolve("not-served-metrics"));
-        SparkConf conf = PluginCsvMetrics.enable(LocalCluster.rdmaConf("rdma4j-not-served"), csv)
-                .set("spark.shuffle.rdma.fallback", "spark")
-                .set("spark.shuffle.rdma.registration", "eager")
-                .set("spark.shuffle.rdma.tcp.maxRegisteredBytes", "96k")
-                .set("spark.shuffle.rdma.bufferSlabSize", "4k");
-        try (JavaSparkContext sc = LocalCluster.start(conf)) {
-            assertGroupedPayloadsAreRight(sc);
-
-            Map<String, Map<String, Long>> metrics = PluginCsvMetrics.awaitPositive(csv, "fallbacks.notServed");
-            assertThat(PluginCsvMetrics.sum(metrics, "fallbacks.notServed")).as("executors' blocks fetched through Spark: " + metrics)
-                    .isPositive();
-            assertThat(PluginCsvMetrics.sum(metrics, "mapOutputsNotServed")).as("map outputs a reader asked for and that were refused")
-                    .isPositive();
-            assertThat(PluginCsvMetrics.sum(metrics, "mapOutputsRegistered")).as("the small map output fits the limit").isPositive();
-            String logs = executorLogs(sc);
-            assertThat(logs.lines().filter(l -> l.contains("blocks through Spark's block transfer (spark.shuffle.rdma.fallback=spark)")))
-                    .as("readers say why, once per executor whose blocks went through Spark").isNotEmpty()
-                    .allSatisfy(l -> assertThat(l).contains("cannot register map"));
-            assertThat(logs.lines().filter(l -> l.contains("cannot register shuffle 0 map")))
-                    .as("the executor that refused says which limit").isNotEmpty()
-                    .allSatisfy(l -> assertThat(l).contains("tcp.max-registered-bytes=98304"));
-        }
+        LimitedRun run = groupUnderLimit("not-served", "fallbacks.notServed", Map.of(
+                "spark.shuffle.rdma.registration", "eager",
+                "spark.shuffle.rdma.tcp.maxRegisteredBytes", "96k",
+                "spark.shuffle.rdma.bufferSlabSize", "4k"));
+        assertThat(PluginCsvMetrics.sum(run.metrics(), "fallbacks.notServed")).as("executors' blocks fetched through Spark: " + run.metrics())
+                .isPositive();
+        assertThat(PluginCsvMetrics.sum(run.metrics(), "mapOutputsNotServed")).as("map outputs a reader asked for and that were refused")
+                .isPositive();
+        assertThat(PluginCsvMetrics.sum(run.metrics(), "mapOutputsRegistered")).as("the small map output fits the limit").isPositive();
+        assertThat(run.executorLogs().lines().filter(l -> l.contains("blocks through Spark's block transfer (spark.shuffle.rdma.fallback=spark)")))
+                .as("readers say why, once per executor whose blocks went through Spark").isNotEmpty()
+                .allSatisfy(l -> assertThat(l).contains("cannot register map"));
+        assertThat(run.executorLogs().lines().filter(l -> l.contains("cannot register shuffle 0 map")))
+                .as("the executor that refused says which limit").isNotEmpty()
+                .allSatisfy(l -> assertThat(l).contains("tcp.max-registered-bytes=98304"));
     }
 
     /**
@@ -132,20 +124,31 @@ class RdmaShuffleFallbackTest {
      */
     @Test
     void aReaderThatCannotRegisterItsReadBuffersFetchesThroughSparkTransfer() throws Exception {
-        Path csv = PluginCsvMetrics.emptyDirectory(LocalCluster.target().resolve("no-read-buffer-metrics"));
-        SparkConf conf = PluginCsvMetrics.enable(LocalCluster.rdmaConf("rdma4j-no-read-buffer"), csv)
-                .set("spark.shuffle.rdma.fallback", "spark")
-                .set("spark.shuffle.rdma.tcp.maxRegisteredBytes", "2m");
+        LimitedRun run = groupUnderLimit("no-read-buffer", "fallbacks.noReadBuffer",
+                Map.of("spark.shuffle.rdma.tcp.maxRegisteredBytes", "2m"));
+        assertThat(PluginCsvMetrics.sum(run.metrics(), "fallbacks.noReadBuffer")).as("blocks fetched through Spark: " + run.metrics())
+                .isPositive();
+        assertThat(PluginCsvMetrics.sum(run.metrics(), "fallbacks.notServed")).as("every map output was served").isZero();
+        assertThat(run.executorLogs().lines().filter(l -> l.contains("through Spark's block transfer (spark.shuffle.rdma.fallback=spark)")))
+                .as("readers say why").isNotEmpty()
+                .allSatisfy(l -> assertThat(l).contains("cannot register a buffer").contains("tcp.max-registered-bytes=2097152"));
+    }
+
+    /** The metrics (once {@code awaited} is positive) and executor logs of a grouping job under a registered-memory limit. */
+    private record LimitedRun(Map<String, Map<String, Long>> metrics, String executorLogs) { }
+
+    /**
+     * Runs the grouping job, its result checked, on a cluster with {@code fallback=spark} and {@code limits} (the
+     * executors' registered-memory limit and what goes with it).
+     */
+    private static LimitedRun groupUnderLimit(String name, String awaited, Map<String, String> limits) throws Exception {
+        Path csv = PluginCsvMetrics.emptyDirectory(LocalCluster.target().resolve(name + "-metrics"));
+        SparkConf conf = PluginCsvMetrics.enable(LocalCluster.rdmaConf("rdma4j-" + name), csv)
+                .set("spark.shuffle.rdma.fallback", "spark");
+        limits.forEach(conf::set);
         try (JavaSparkContext sc = LocalCluster.start(conf)) {
             assertGroupedPayloadsAreRight(sc);
-
-            Map<String, Map<String, Long>> metrics = PluginCsvMetrics.awaitPositive(csv, "fallbacks.noReadBuffer");
-            assertThat(PluginCsvMetrics.sum(metrics, "fallbacks.noReadBuffer")).as("blocks fetched through Spark: " + metrics)
-                    .isPositive();
-            assertThat(PluginCsvMetrics.sum(metrics, "fallbacks.notServed")).as("every map output was served").isZero();
-            assertThat(executorLogs(sc).lines().filter(l -> l.contains("through Spark's block transfer (spark.shuffle.rdma.fallback=spark)")))
-                    .as("readers say why").isNotEmpty()
-                    .allSatisfy(l -> assertThat(l).contains("cannot register a buffer").contains("tcp.max-registered-bytes=2097152"));
+            return new LimitedRun(PluginCsvMetrics.awaitPositive(csv, awaited), executorLogs(sc));
         }
     }
 
