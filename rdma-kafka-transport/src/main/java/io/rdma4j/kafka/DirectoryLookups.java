@@ -20,10 +20,12 @@ import java.util.function.BiFunction;
 import java.util.function.LongSupplier;
 
 /**
- * The segment directory lookups a fetch asks an exporter for, some sent ahead with the watermark read that follows
- * each: a new consumer has a lookup and a watermark read to make for every partition before its first bytes, each a
- * round trip to an exporter process (1-5 ms on a loaded 2-core machine, where a busy exporter waits for a CPU), and
- * made one partition after another they delayed its first records by tens of ms. Sent together, they overlap. At most
+ * The segment directory lookups a fetch asks an exporter for, some sent ahead: a new consumer has a lookup to make for
+ * every partition before its first bytes, each a round trip to an exporter process (1-5 ms on a loaded 2-core
+ * machine, where a busy exporter waits for a CPU), and made one partition after another they delayed its first
+ * records by tens of ms. Sent together, they overlap. Each reply carries the partition's watermark as the directory
+ * was made, which serves the fetch as a watermark READ would have (from an exporter that does not send it, the READ
+ * follows the reply). At most
  * one lookup per partition is held; it serves the fetch only when that asks the same connection from the same
  * offset, and is dropped with its partition. Its watermark serves only the cursor made from it, and only while younger
  * than {@link SegmentLocator#WATERMARK_REUSE}; otherwise the watermark is read when asked. Used by the polling thread
@@ -70,8 +72,10 @@ final class DirectoryLookups {
         sent.increment();
         CompletableFuture<Watermark> watermark = reply.thenCompose(bytes -> {
             SegmentDirectory.Response r = SegmentDirectory.Response.fromBytes(bytes.duplicate());
-            return r.status() == SegmentDirectory.Status.OK ? readWatermark.apply(c, r.watermarkRegion())
-                    : CompletableFuture.<Watermark>completedFuture(null);
+            if (r.status() != SegmentDirectory.Status.OK) {
+                return CompletableFuture.<Watermark>completedFuture(null);
+            }
+            return r.watermark() != null ? CompletableFuture.completedFuture(r.watermark()) : readWatermark.apply(c, r.watermarkRegion());
         }).exceptionally(e -> null); // a failed or malformed reply fails the fetch that uses it, below
         ahead.put(tp, new Ahead(c, fromOffset, reply, watermark, clock.getAsLong()));
     }
@@ -82,7 +86,13 @@ final class DirectoryLookups {
         watermarks.remove(tp);
         if (held == null || held.connection != c || held.fromOffset != fromOffset) {
             sent.increment();
-            return SegmentDirectory.Response.fromBytes(c.requestAndWait(RequestTypes.KAFKA_DIRECTORY, request(tp, fromOffset)));
+            long sentNanos = clock.getAsLong();
+            SegmentDirectory.Response r = SegmentDirectory.Response.fromBytes(c.requestAndWait(RequestTypes.KAFKA_DIRECTORY,
+                    request(tp, fromOffset)));
+            if (r.status() == SegmentDirectory.Status.OK && r.watermark() != null) {
+                watermarks.put(tp, new WatermarkAhead(c, r.watermarkRegion(), CompletableFuture.completedFuture(r.watermark()), sentNanos));
+            }
+            return r;
         }
         SegmentDirectory.Response r;
         try {

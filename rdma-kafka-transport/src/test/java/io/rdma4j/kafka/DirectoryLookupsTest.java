@@ -35,7 +35,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 /**
  * Directory lookups sent ahead, over real tcp transports, to an exporter whose directory handler answers only when
  * the test says so: lookups sent together are in flight together, the one that matches serves the fetch with the
- * watermark read after it, and what does not match, is too old or failed is asked again or fails the fetch.
+ * watermark its reply carries (or, from an exporter that sends none, the one read after it), and what does not match,
+ * is too old or failed is asked again or fails the fetch.
  */
 class DirectoryLookupsTest {
 
@@ -128,6 +129,28 @@ class DirectoryLookupsTest {
         assertThat(lookups.sent.sum()).isEqualTo(3);
         assertThat(readsDone()).isEqualTo(3);
         assertThat(reads.pool().outstandingBuffers()).as("every watermark buffer back").isZero();
+    }
+
+    @Test
+    void aReplyCarryingTheWatermarkServesTheFetchWithoutAWatermarkRead() throws InterruptedException {
+        directory = new SegmentDirectory.Response(SegmentDirectory.Status.OK, watermark.descriptor(), 0, directory.segments(), PUBLISHED);
+        lookups.sendAhead(c, TP0, 7);
+        answer(TP0);
+        assertThat(lookups.lookUp(c, TP0, 7)).isEqualTo(directory);
+        assertThat(lookups.watermarkAhead(c, TP0, watermark.descriptor())).as("sent ahead").isEqualTo(PUBLISHED);
+
+        CompletableFuture<SegmentDirectory.Response> now = CompletableFuture.supplyAsync(() -> lookups.lookUp(c, TP1, 7));
+        answer(TP1);
+        assertThat(now.join()).isEqualTo(directory);
+        assertThat(lookups.watermarkAhead(c, TP1, watermark.descriptor())).as("asked now").isEqualTo(PUBLISHED);
+
+        CompletableFuture<SegmentDirectory.Response> old = CompletableFuture.supplyAsync(() -> lookups.lookUp(c, TP2, 7));
+        answer(TP2);
+        old.join();
+        nanos += SegmentLocator.WATERMARK_REUSE.toNanos();
+        assertThat(lookups.watermarkAhead(c, TP2, watermark.descriptor())).as("older than a watermark serves").isNull();
+        assertThat(readsDone()).as("no watermark READ").isZero();
+        assertThat(requests).hasValue(3);
     }
 
     @Test

@@ -284,7 +284,7 @@ final class PartitionExport implements AutoCloseable {
             out.add(new SegmentDirectory.Segment(s.baseOffset, s.exportedLength(), s.complete && s.exportedLength() == s.mappedLength,
                     s.registered.region().descriptor()));
         }
-        return new SegmentDirectory.Response(SegmentDirectory.Status.OK, watermarkRegion.descriptor(), start, out);
+        return new SegmentDirectory.Response(SegmentDirectory.Status.OK, watermarkRegion.descriptor(), start, out, published);
     }
 
     /**

@@ -3,6 +3,7 @@ package io.rdma4j.kafka.protocol;
 import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RegionDescriptor;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -12,7 +13,7 @@ import java.util.List;
  * The exporter's segment directory, as the bodies of a {@link io.rdma4j.core.RequestTypes#KAFKA_DIRECTORY}
  * request and its reply: a consumer asks for the segments of a topic-partition from an offset and gets their
  * region descriptors, base offsets and exported lengths, the byte position of the batch holding that offset,
- * and the watermark region.
+ * and the watermark region with the watermark it held as the directory was made.
  */
 public final class SegmentDirectory {
 
@@ -66,11 +67,21 @@ public final class SegmentDirectory {
     /**
      * @param startPosition byte position, in the first segment, of the batch holding the requested offset
      *                      (or of the first batch after it); -1 when not OK
+     * @param watermark     the record in {@code watermarkRegion} as the directory was made (under the same lock, so
+     *                      consistent with the segments), which spares a new cursor its first watermark READ; null when
+     *                      not OK, or from an exporter that does not send it (it is then read). Sent after the
+     *                      segments, where consumers that do not know it stop reading.
      */
-    public record Response(Status status, RegionDescriptor watermarkRegion, long startPosition, List<Segment> segments) {
+    public record Response(Status status, RegionDescriptor watermarkRegion, long startPosition, List<Segment> segments,
+                           Watermark watermark) {
+
+        public Response(Status status, RegionDescriptor watermarkRegion, long startPosition, List<Segment> segments) {
+            this(status, watermarkRegion, startPosition, segments, null);
+        }
+
         public byte[] toBytes() {
             int size = 1 + 1 + (watermarkRegion == null ? 0 : RegionDescriptor.SERIALIZED_SIZE) + 8 + 4
-                    + segments.size() * (8 + 8 + 1 + RegionDescriptor.SERIALIZED_SIZE);
+                    + segments.size() * (8 + 8 + 1 + RegionDescriptor.SERIALIZED_SIZE) + 1 + (watermark == null ? 0 : Watermark.SIZE);
             ByteBuffer out = ByteBuffer.allocate(size).put((byte) status.ordinal());
             out.put((byte) (watermarkRegion == null ? 0 : 1));
             if (watermarkRegion != null) {
@@ -79,6 +90,12 @@ public final class SegmentDirectory {
             out.putLong(startPosition).putInt(segments.size());
             for (Segment s : segments) {
                 out.putLong(s.baseOffset()).putLong(s.exportedLength()).put((byte) (s.complete() ? 1 : 0)).put(s.region().toBytes());
+            }
+            out.put((byte) (watermark == null ? 0 : 1));
+            if (watermark != null) {
+                byte[] record = new byte[Watermark.SIZE];
+                watermark.writeTo(MemorySegment.ofArray(record));
+                out.put(record);
             }
             return out.array();
         }
@@ -92,6 +109,9 @@ public final class SegmentDirectory {
          */
         void check() {
             if (status != Status.OK) {
+                if (watermark != null) {
+                    throw new ProtocolException("directory response " + status + " with a watermark");
+                }
                 return;
             }
             if (watermarkRegion == null || watermarkRegion.length() < Watermark.SIZE) {
@@ -135,7 +155,16 @@ public final class SegmentDirectory {
                     boolean complete = in.get() == 1;
                     segments.add(new Segment(base, length, complete, RegionDescriptor.fromBytes(in)));
                 }
-                Response r = new Response(Status.values()[statusCode], watermark, start, List.copyOf(segments));
+                Watermark held = null;
+                if (in.hasRemaining() && in.get() == 1) {
+                    byte[] record = new byte[Watermark.SIZE];
+                    in.get(record);
+                    held = Watermark.readFrom(MemorySegment.ofArray(record));
+                    if (held == null) {
+                        throw new ProtocolException("directory response with a watermark that fails its checksum");
+                    }
+                }
+                Response r = new Response(Status.values()[statusCode], watermark, start, List.copyOf(segments), held);
                 r.check();
                 return r;
             } catch (java.nio.BufferUnderflowException | IllegalArgumentException e) {

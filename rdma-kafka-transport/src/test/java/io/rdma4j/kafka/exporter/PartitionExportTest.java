@@ -120,6 +120,21 @@ class PartitionExportTest {
     }
 
     @Test
+    void aDirectoryCarriesTheWatermarkPublishedWithItsSegments() throws Exception {
+        segment(0, "", TestBatches.data(0, 5, 1, false), TestBatches.data(5, 5, 1, false));
+        try (PartitionExport p = export(Duration.ofSeconds(30))) {
+            p.syncSegments();
+            Watermark first = p.publish(5, 0, 5, LEADER);
+            assertThat(first.highWatermark()).isEqualTo(5);
+            assertThat(p.directory(2).watermark()).as("the watermark a READ of its region would find, without the READ")
+                    .isEqualTo(first);
+            Watermark next = p.publish(10, 0, 10, LEADER);
+            assertThat(next.highWatermark()).isEqualTo(10);
+            assertThat(p.directory(2).watermark()).isEqualTo(next).isEqualTo(p.published());
+        }
+    }
+
+    @Test
     void anOffsetInASegmentTheCleanerEmptiedIsServedFromTheNextSegment() throws Exception {
         segment(0, ""); // every record removed, and it is the first segment
         segment(100, "", TestBatches.data(100, 10, 1, false));
