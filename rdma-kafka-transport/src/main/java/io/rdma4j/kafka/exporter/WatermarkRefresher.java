@@ -28,8 +28,7 @@ final class WatermarkRefresher implements AutoCloseable {
     private final Duration interval;
     private final Runnable chores;
     private final AtomicLong refreshes = new AtomicLong();
-    /** One per kind of failure (the class of its root cause), so that a new cause is not hidden behind an old one. */
-    private final java.util.Map<Class<?>, LogThrottle> failures = new java.util.concurrent.ConcurrentHashMap<>();
+    private final LogThrottlePerCause failures = new LogThrottlePerCause(Duration.ofMinutes(1));
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "rdma4j-log-exporter");
         t.setDaemon(true);
@@ -117,11 +116,7 @@ final class WatermarkRefresher implements AutoCloseable {
             // Whatever one refresh meets (an InternalError is the JVM's report of a fault in mapped memory), the
             // scheduled refreshes go on: a task that threw would never run again. A cause that lasts (a registered-memory
             // limit) fails every refresh, so one line a minute says it, with how many failed quietly since.
-            Throwable root = e;
-            for (int depth = 0; depth < 16 && root.getCause() != null && root.getCause() != root; depth++) {
-                root = root.getCause();
-            }
-            long quiet = failures.computeIfAbsent(root.getClass(), k -> new LogThrottle(Duration.ofMinutes(1))).loudOrQuiet();
+            long quiet = failures.loudOrQuiet(e);
             if (quiet >= 0) {
                 LOG.warn("watermark refresh failed (retrying every {} ms{}): {}{}", interval.toMillis(),
                         quiet == 0 ? "" : "; " + quiet + " more failed so since the last line", e.toString(),
