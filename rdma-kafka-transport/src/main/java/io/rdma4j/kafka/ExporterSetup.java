@@ -6,7 +6,6 @@ import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RemoteRequestException;
 import io.rdma4j.core.RequestTypes;
 import io.rdma4j.kafka.protocol.ExporterAuthentication;
-import io.rdma4j.kafka.protocol.SegmentDirectory;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.security.token.delegation.DelegationToken;
 import org.slf4j.Logger;
@@ -14,11 +13,8 @@ import org.slf4j.LoggerFactory;
 
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -29,7 +25,7 @@ import java.util.concurrent.TimeUnit;
  * What makes a connection to a log exporter ready, off the polling thread, so that a consumer's start and a token's
  * replacement never hold up its poll: connecting (on the transport's threads), creating or replacing the delegation
  * token (the consumer's setup thread: one daemon thread, there only while there is work), proving it (two requests,
- * chained on their replies) and having an exporter that checks ACLs decide on the consumer's topics. Each step ends in
+ * chained on their replies), the proof having an exporter that checks ACLs decide on the consumer's topics. Each step ends in
  * a {@link Setup} that {@link ExporterConnections} takes over on the polling thread; nothing here touches its state.
  * A consumer that proves no token has no setup thread.
  */
@@ -72,7 +68,7 @@ final class ExporterSetup implements AutoCloseable {
 
     /**
      * Connects to {@code exporter} and proves the token there when the consumer proves one; {@code reading}: the
-     * partitions to be read from it, whose topics the exporter is asked to decide on ({@link #decideAhead}).
+     * partitions to be read from it, whose topics the exporter is asked to decide on ({@link #prove}).
      */
     CompletableFuture<Setup> connect(InetSocketAddress exporter, Collection<TopicPartition> reading) {
         CompletableFuture<RdmaConnection> connecting;
@@ -100,32 +96,18 @@ final class ExporterSetup implements AutoCloseable {
         });
     }
 
-    /** Proves the current token on {@code c}, creating or replacing it first where due; then decides ahead on {@code reading}. */
+    /**
+     * Proves the current token on {@code c}, creating or replacing it first where due. The proof names the topics of
+     * {@code reading}, on which an exporter that checks ACLs decides before it answers (and keeps the decision for a
+     * while): deciding takes it hundreds of ms for a new token (it asks the cluster as the token), and the polling
+     * thread's first fetch from it need not wait for that.
+     */
     CompletableFuture<Setup> prove(RdmaConnection c, Collection<TopicPartition> reading) {
+        List<String> topics = reading.stream().map(TopicPartition::topic).distinct()
+                .limit(ExporterAuthentication.MAX_TOPICS_PER_PROOF).toList();
         return CompletableFuture.supplyAsync(credentials::current, thread).thenCompose(token -> token == null
                 ? CompletableFuture.completedFuture(new Setup(c, null, Proof.NO_TOKEN, "no delegation token"))
-                : proveToken(c, token)).thenCompose(s -> s.proof() == Proof.CHECKED
-                ? decideAhead(c, reading).thenApply(v -> s) : CompletableFuture.completedFuture(s));
-    }
-
-    /**
-     * Asks the exporter for one directory of each topic in {@code reading}, the answers unused: an exporter that checks
-     * ACLs decides then (and keeps for a while) whether the proven token may read the topic, which takes it hundreds
-     * of ms (it asks the cluster as the token), so the polling thread's first fetch from it need not wait for that.
-     */
-    private static CompletableFuture<Void> decideAhead(RdmaConnection c, Collection<TopicPartition> reading) {
-        Map<String, TopicPartition> onePerTopic = new HashMap<>();
-        reading.forEach(tp -> onePerTopic.putIfAbsent(tp.topic(), tp));
-        List<CompletableFuture<?>> asked = new ArrayList<>();
-        for (TopicPartition tp : onePerTopic.values()) {
-            try {
-                asked.add(c.request(RequestTypes.KAFKA_DIRECTORY, ByteBuffer.wrap(new SegmentDirectory.Request(tp.topic(),
-                        tp.partition(), 0).toBytes())).handle((answer, error) -> null));
-            } catch (RuntimeException e) {
-                break; // The connection failed: the polling thread finds out.
-            }
-        }
-        return CompletableFuture.allOf(asked.toArray(CompletableFuture[]::new));
+                : proveToken(c, token, topics));
     }
 
     /** Creates the token, or replaces it where due, without proving it anywhere yet. */
@@ -139,11 +121,11 @@ final class ExporterSetup implements AutoCloseable {
     }
 
     /** A challenge, then the proof over its nonce; a failure of the connection itself fails the future. */
-    private static CompletableFuture<Setup> proveToken(RdmaConnection c, DelegationToken token) {
+    private static CompletableFuture<Setup> proveToken(RdmaConnection c, DelegationToken token, List<String> topics) {
         String id = token.tokenInfo().tokenId();
         return c.request(RequestTypes.KAFKA_AUTHENTICATE, ByteBuffer.wrap(new ExporterAuthentication.Challenge().toBytes()))
                 .thenCompose(nonce -> c.request(RequestTypes.KAFKA_AUTHENTICATE, ByteBuffer.wrap(new ExporterAuthentication.Proof(id,
-                        ExporterAuthentication.proof(token.hmac(), ExporterAuthentication.nonce(nonce), id)).toBytes())))
+                        ExporterAuthentication.proof(token.hmac(), ExporterAuthentication.nonce(nonce), id), topics).toBytes())))
                 .handle((answer, error) -> verdict(c, token, answer, error));
     }
 

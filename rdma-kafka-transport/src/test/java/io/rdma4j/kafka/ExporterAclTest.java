@@ -522,7 +522,10 @@ class ExporterAclTest {
 
             nonce = challenge(c);
             long lookups = exporter.delegationTokenLookups();
-            prove(c, token, nonce);
+            long questions = exporter.aclQuestions();
+            prove(c, token, nonce, List.of(GRANTED, DENIED));
+            assertThat(exporter.aclQuestions()).as("both topics the proof named decided before its answer")
+                    .isEqualTo(questions + 2);
             SegmentDirectory.Response granted = directory(c, GRANTED);
             assertThat(granted.status()).isEqualTo(SegmentDirectory.Status.OK);
             assertThat(exporter.delegationTokenLookups()).as("token lookups for the proof and the first decision after it: "
@@ -642,9 +645,13 @@ class ExporterAclTest {
     }
 
     private static void prove(RdmaConnection c, DelegationToken token, byte[] nonce) {
+        prove(c, token, nonce, List.of());
+    }
+
+    private static void prove(RdmaConnection c, DelegationToken token, byte[] nonce, List<String> topics) {
         String id = token.tokenInfo().tokenId();
         c.requestAndWait(RequestTypes.KAFKA_AUTHENTICATE, ByteBuffer.wrap(
-                new ExporterAuthentication.Proof(id, ExporterAuthentication.proof(token.hmac(), nonce, id)).toBytes()));
+                new ExporterAuthentication.Proof(id, ExporterAuthentication.proof(token.hmac(), nonce, id), topics).toBytes()));
     }
 
     private static void assertRefused(RdmaConnection c, ExporterAuthentication.Proof proof, String what) {

@@ -196,6 +196,11 @@ final class AclGate implements AutoCloseable {
         return authorizer == null ? null : authorizer.principal(connection);
     }
 
+    /** Times the cluster was asked whether a token's owner may read a topic; 0 where ACLs are never checked. */
+    long aclQuestions() {
+        return authorizer == null ? 0 : authorizer.aclQuestions();
+    }
+
     /** Connections that proved a delegation token; 0 where ACLs are never checked. */
     long authenticated() {
         return authorizer == null ? 0 : authorizer.authenticated();

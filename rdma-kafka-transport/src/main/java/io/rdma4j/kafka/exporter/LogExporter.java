@@ -177,6 +177,14 @@ public final class LogExporter implements AutoCloseable {
         return acls.tokenListFetches();
     }
 
+    /**
+     * Times the exporter asked the cluster whether a token's owner may READ a topic (as that owner); each answer is kept
+     * for {@code rdma.exporter.acl.cache.ms}.
+     */
+    public long aclQuestions() {
+        return acls.aclQuestions();
+    }
+
     /** Directory and aborted-transactions requests refused because the requester may not READ the topic. */
     public long aclRefusals() {
         return acls.refusals();

@@ -87,6 +87,7 @@ final class TopicReadAuthorizer implements AutoCloseable {
     private final AtomicLong authenticated = new AtomicLong();
     private final AtomicLong rejectedProofs = new AtomicLong();
     private final AtomicLong refusals = new AtomicLong();
+    private final AtomicLong questions = new AtomicLong();
     private final CoalescingFetcher<List<DelegationToken>> tokenLists;
     private final LogThrottle refusedProofLog = new LogThrottle(Duration.ofSeconds(1));
 
@@ -146,6 +147,11 @@ final class TopicReadAuthorizer implements AutoCloseable {
         return tokenLists.fetches();
     }
 
+    /** Times the cluster was asked whether a token's owner may read a topic (decisions are kept, so not every request asks). */
+    long aclQuestions() {
+        return questions.get();
+    }
+
     /** Directory and aborted-transactions requests refused for want of READ (or of a proven token). */
     long refusals() {
         return refusals.get();
@@ -185,8 +191,24 @@ final class TopicReadAuthorizer implements AutoCloseable {
             session.token = token;
             authenticated.incrementAndGet();
             LOG.debug("{} proved delegation token {} of {}", context.peer().address(), token.id(), token.owner());
-            return ByteBuffer.wrap(ExporterAuthentication.Verdict.ACLS_CHECKED.toBytes());
-        });
+            return token;
+        }).thenCompose(token -> decideAhead(context, proof.topics()))
+                .thenApply(decided -> ByteBuffer.wrap(ExporterAuthentication.Verdict.ACLS_CHECKED.toBytes()));
+    }
+
+    /**
+     * Decides on the topics a proof names, as a directory request on each would, before the proof is answered: the
+     * consumer's first directory requests then find their decisions made. One that cannot be made now (the cluster
+     * not answering) is left to the directory request, which reports it.
+     */
+    private CompletableFuture<Void> decideAhead(RequestContext context, List<String> topics) {
+        return CompletableFuture.allOf(topics.stream().distinct().map(topic -> {
+            try {
+                return denial(context, topic).toCompletableFuture().handle((denial, error) -> null);
+            } catch (RuntimeException notNow) {
+                return CompletableFuture.completedFuture(null);
+            }
+        }).toArray(CompletableFuture[]::new));
     }
 
     /** At INFO once a second at most, so that a peer sending forged proofs cannot flood the log; else at DEBUG. */
@@ -266,6 +288,7 @@ final class TopicReadAuthorizer implements AutoCloseable {
         if (client == null) {
             return denied("this exporter has " + MAX_TOKEN_CLIENTS + " delegation tokens in use; try again later");
         }
+        questions.incrementAndGet();
         return client.admin.describeTopics(List.of(topic), new DescribeTopicsOptions().includeAuthorizedOperations(true))
                 .topicNameValues().get(topic).toCompletionStage().handle((described, error) -> {
                     client.lastUsedNanos = System.nanoTime();

@@ -5,6 +5,8 @@ import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.List;
+import java.util.stream.IntStream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -20,6 +22,30 @@ class ExporterAuthenticationTest {
                 ByteBuffer.wrap(new ExporterAuthentication.Proof("tok", proof).toBytes()));
         assertThat(parsed.tokenId()).isEqualTo("tok");
         assertThat(parsed.proof()).isEqualTo(proof);
+        assertThat(parsed.topics()).isEmpty();
+
+        var naming = (ExporterAuthentication.Proof) ExporterAuthentication.Request.fromBytes(
+                ByteBuffer.wrap(new ExporterAuthentication.Proof("tok", proof, List.of("orders", "payments.v2")).toBytes()));
+        assertThat(naming.proof()).isEqualTo(proof);
+        assertThat(naming.topics()).containsExactly("orders", "payments.v2");
+    }
+
+    @Test
+    void aProofNamesAtMostItsLimitOfTopicsEachOfAKafkaLength() {
+        List<String> tooMany = IntStream.rangeClosed(0, ExporterAuthentication.MAX_TOPICS_PER_PROOF).mapToObj(i -> "t" + i).toList();
+        assertThatThrownBy(() -> new ExporterAuthentication.Proof("tok", new byte[32], tooMany))
+                .isInstanceOf(IllegalArgumentException.class);
+        byte[] base = new ExporterAuthentication.Proof("tok", new byte[32]).toBytes();
+        ByteBuffer countOverLimit = ByteBuffer.allocate(base.length + 2).put(base).putShort((short) (ExporterAuthentication.MAX_TOPICS_PER_PROOF + 1));
+        ByteBuffer noTopics = ByteBuffer.allocate(base.length + 2).put(base).putShort((short) 0);
+        ByteBuffer longName = ByteBuffer.allocate(base.length + 4 + 250).put(base).putShort((short) 1).putShort((short) 250).put(new byte[250]);
+        ByteBuffer lyingLength = ByteBuffer.allocate(base.length + 4 + 3).put(base).putShort((short) 1).putShort((short) 9).put(new byte[3]);
+        for (ByteBuffer bad : List.of(countOverLimit, noTopics, longName, lyingLength)) {
+            assertThatThrownBy(() -> ExporterAuthentication.Request.fromBytes(bad.flip())).isInstanceOf(ProtocolException.class);
+        }
+        String longest = "x".repeat(ExporterAuthentication.MAX_TOPIC_BYTES);
+        assertThat(((ExporterAuthentication.Proof) ExporterAuthentication.Request.fromBytes(ByteBuffer.wrap(
+                new ExporterAuthentication.Proof("tok", new byte[32], List.of(longest)).toBytes()))).topics()).containsExactly(longest);
     }
 
     @Test
