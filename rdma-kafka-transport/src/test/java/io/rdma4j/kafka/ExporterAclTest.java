@@ -522,10 +522,7 @@ class ExporterAclTest {
 
             nonce = challenge(c);
             long lookups = exporter.delegationTokenLookups();
-            long questions = exporter.aclQuestions();
-            prove(c, token, nonce, List.of(GRANTED, DENIED));
-            assertThat(exporter.aclQuestions()).as("both topics the proof named decided before its answer")
-                    .isEqualTo(questions + 2);
+            prove(c, token, nonce);
             SegmentDirectory.Response granted = directory(c, GRANTED);
             assertThat(granted.status()).isEqualTo(SegmentDirectory.Status.OK);
             assertThat(exporter.delegationTokenLookups()).as("token lookups for the proof and the first decision after it: "
@@ -548,6 +545,48 @@ class ExporterAclTest {
             awaitStatus(c, SegmentDirectory.Status.NOT_AUTHORIZED, "after the token expired");
             assertRefused(c, new ExporterAuthentication.Proof(id, ExporterAuthentication.proof(token.hmac(), challenge(c), id)),
                     "the expired token proven again");
+        }
+    }
+
+    @Test
+    void aPrincipalsNewTokenFindsItsTopicsDecidedAndATokenExpiredMeanwhileStopsCountingAfterTheCachePeriod() throws Exception {
+        Map<String, Object> props = new HashMap<>(cluster.exporterProps(0, "127.0.0.1:0"));
+        props.put(ExporterConfig.ACL_CACHE, "2000");
+        cluster.clientProps(JaasUtils.KAFKA_PLAIN_ADMIN, JaasUtils.KAFKA_PLAIN_ADMIN_PASSWORD)
+                .forEach((k, v) -> props.put(ExporterConfig.ADMIN_PREFIX + k, v));
+        try (LogExporter own = LogExporter.start(ExporterConfig.fromProperties(props));
+             RdmaTransport peer = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
+             Admin asUser1 = Admin.create(user1(false, null))) {
+            own.refresh();
+            DelegationToken first = asUser1.createDelegationToken().delegationToken().get();
+            DelegationToken second = asUser1.createDelegationToken().delegationToken().get();
+            awaitKnown(first.tokenInfo().tokenId());
+            awaitKnown(second.tokenInfo().tokenId());
+            RdmaConnection a = peer.connect(own.address()).get(10, TimeUnit.SECONDS);
+            RdmaConnection b = peer.connect(own.address()).get(10, TimeUnit.SECONDS);
+
+            prove(a, first, challenge(a), List.of(GRANTED, DENIED));
+            assertThat(own.aclQuestions()).as("both topics the proof named decided before its answer").isEqualTo(2);
+            prove(b, second, challenge(b), List.of(GRANTED, DENIED));
+            assertThat(own.aclQuestions()).as("the principal's decisions serve its other token").isEqualTo(2);
+            assertThat(directory(b, GRANTED).status()).isEqualTo(SegmentDirectory.Status.OK);
+            assertThat(directory(b, DENIED).status()).isEqualTo(SegmentDirectory.Status.NOT_AUTHORIZED);
+            assertThat(own.aclQuestions()).isEqualTo(2);
+
+            // The first token expired; the second keeps renewing the principal's decisions as they lapse (it asks
+            // first each time), so only looking the first token up again can stop it.
+            asUser1.expireDelegationToken(first.hmac(), new ExpireDelegationTokenOptions().expiryTimePeriodMs(-1)).expiryTimestamp().get();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+            SegmentDirectory.Status status;
+            do {
+                assertThat(System.nanoTime()).as("the expired token refused within 15 s").isLessThan(deadline);
+                Thread.sleep(200);
+                assertThat(directory(b, GRANTED).status()).as("the live token").isEqualTo(SegmentDirectory.Status.OK);
+                status = directory(a, GRANTED).status();
+            } while (status != SegmentDirectory.Status.NOT_AUTHORIZED);
+            assertThat(own.aclQuestions()).as("decisions renewed as they lapsed, once per topic each time").isGreaterThan(2);
+            a.close();
+            b.close();
         }
     }
 

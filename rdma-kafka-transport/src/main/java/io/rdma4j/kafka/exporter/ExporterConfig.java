@@ -36,7 +36,7 @@ import java.util.Properties;
  * <tr><td>rdma.exporter.connections.max.idle.ms</td><td>a consumer connection without a request for this long is
  *   closed (default 600000, as the broker's {@code connections.max.idle.ms}); consumers reading by READ alone send a
  *   keepalive every {@code rdma.fetch.keepalive.ms}, which must be shorter</td></tr>
- * <tr><td>rdma.exporter.acl.cache.ms</td><td>how long a decision per token and topic is kept (default 30000)</td></tr>
+ * <tr><td>rdma.exporter.acl.cache.ms</td><td>how long a decision per principal (a delegation token's owner) and topic is kept, and how often a consumer connection's token is looked up again (default 30000)</td></tr>
  * <tr><td>rdma.exporter.token.mechanism</td><td>the SCRAM mechanism delegation tokens authenticate with
  *   (default SCRAM-SHA-512)</td></tr>
  * <tr><td>rdma.exporter.admin.*</td><td>extra Admin client settings (security etc.)</td></tr>

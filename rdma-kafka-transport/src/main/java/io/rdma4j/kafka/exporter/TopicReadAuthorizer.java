@@ -31,6 +31,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Lets a consumer connection read a topic only when the cluster's own authorizer gives the consumer's Kafka principal
@@ -42,8 +43,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * super user), so the credential never crosses the rdma4j connection. What it may read: the exporter authenticates to
  * the cluster with that token (SCRAM, {@code tokenauth=true}) and describes the topic with its authorized operations,
  * so the broker's authorizer, with every ACL, prefix, deny and super user it knows, decides for the token's owner.
- * Decisions are kept per token and topic for {@code rdma.exporter.acl.cache.ms}: a READ granted or revoked counts from
- * the next directory request after that.
+ * Decisions are kept per principal and topic for {@code rdma.exporter.acl.cache.ms}: a READ granted or revoked counts
+ * from the next directory request after that, and a connection's token is looked up again as often, so one expired or
+ * deleted stops counting then too.
  */
 final class TopicReadAuthorizer implements AutoCloseable {
 
@@ -82,7 +84,11 @@ final class TopicReadAuthorizer implements AutoCloseable {
     private final long decisionNanos;
     private final Map<RdmaConnection, Session> sessions = new ConcurrentHashMap<>();
     private final Map<String, TokenClient> clients = new ConcurrentHashMap<>();
-    /** Per token id, the decisions per topic. */
+    /**
+     * Per principal (a token's owner), the decisions per topic: what the cluster's authorizer answers depends on the
+     * principal, not on which of its tokens logged in, so a principal's new token (each process of a Spark application,
+     * each consumer with a token of its own) finds its topics decided.
+     */
     private final Map<String, Map<String, Decision>> decisions = new ConcurrentHashMap<>();
     private final AtomicLong authenticated = new AtomicLong();
     private final AtomicLong rejectedProofs = new AtomicLong();
@@ -91,10 +97,13 @@ final class TopicReadAuthorizer implements AutoCloseable {
     private final CoalescingFetcher<List<DelegationToken>> tokenLists;
     private final LogThrottle refusedProofLog = new LogThrottle(Duration.ofSeconds(1));
 
-    /** What a connection proved: the nonce it was last given, then the token it holds. */
+    /**
+     * What a connection proved: the nonce it was last given, then the token it holds (replaced by a later proof, by the
+     * same token listed again, or cleared once it is gone; the last two only where no proof replaced it meanwhile).
+     */
     private static final class Session {
         volatile byte[] nonce;
-        volatile Token token;
+        final AtomicReference<Token> token = new AtomicReference<>();
     }
 
     /** A token as listed by the cluster in a list fetched after {@code listedAfterNanos}. */
@@ -160,7 +169,7 @@ final class TopicReadAuthorizer implements AutoCloseable {
     /** The Kafka principal whose delegation token {@code connection} proved, or null. */
     String principal(RdmaConnection connection) {
         Session session = sessions.get(connection);
-        Token token = session == null ? null : session.token;
+        Token token = session == null ? null : session.token.get();
         return token == null ? null : token.owner();
     }
 
@@ -188,7 +197,7 @@ final class TopicReadAuthorizer implements AutoCloseable {
                 throw new RequestRefusedException("the proof names no live delegation token of this cluster, or does not match it; "
                         + "the consumer creates a new token and tries again");
             }
-            session.token = token;
+            session.token.set(token);
             authenticated.incrementAndGet();
             LOG.debug("{} proved delegation token {} of {}", context.peer().address(), token.id(), token.owner());
             return token;
@@ -247,7 +256,7 @@ final class TopicReadAuthorizer implements AutoCloseable {
      */
     CompletionStage<String> denial(RequestContext context, String topic) {
         Session session = sessions.get(context.connection());
-        Token token = session == null ? null : session.token;
+        Token token = session == null ? null : session.token.get();
         if (token == null) {
             return denied("this exporter serves only consumers that prove a delegation token: set "
                     + "rdma.exporter.authentication=delegation-token on the consumer");
@@ -255,27 +264,41 @@ final class TopicReadAuthorizer implements AutoCloseable {
         if (token.expiresAtMillis() <= System.currentTimeMillis()) {
             return denied("delegation token " + token.id() + " expired; the consumer creates a new one");
         }
-        Map<String, Decision> decided = decisions.get(token.id());
-        Decision known = decided == null ? null : decided.get(topic);
-        if (known != null && known.validUntilNanos() - System.nanoTime() > 0) {
-            return known.denial() == null ? CompletableFuture.completedFuture(null) : denied(known.denial());
+        long now = System.nanoTime();
+        Decision known = known(token.owner(), topic, now);
+        // The connection's token is looked up again once it was last listed a decision's lifetime ago (the decision
+        // itself may be younger: another token of the principal renewed it), and before a new decision unless just
+        // listed: one expired or deleted since the proof must stop counting, and a client already connected with it
+        // would not notice (the broker checks a token when a connection authenticates).
+        long listedAgo = now - token.listedAfterNanos();
+        if (known != null && listedAgo < decisionNanos) {
+            return answer(known);
         }
-        // The token is looked up again first, unless just listed: one expired or deleted since the proof must stop
-        // counting, and a client already connected with it would not notice (the broker checks a token when a
-        // connection authenticates).
-        long deadline = System.nanoTime() + TOKEN_ARRIVAL_WAIT.toNanos();
-        if (System.nanoTime() - token.listedAfterNanos() < LISTING_TRUSTED.toNanos()) {
+        long deadline = now + TOKEN_ARRIVAL_WAIT.toNanos();
+        if (known == null && listedAgo < LISTING_TRUSTED.toNanos()) {
             return ask(token, topic, deadline);
         }
         return lookUp(token.id(), deadline).thenCompose(live -> {
             if (live == null) {
-                session.token = null;
+                session.token.compareAndSet(token, null);
                 closeClient(token.id());
-                decisions.remove(token.id());
                 return denied("delegation token " + token.id() + " expired or was deleted; the consumer creates a new one");
             }
-            return ask(token, topic, deadline);
+            session.token.compareAndSet(token, live);
+            Decision still = known(token.owner(), topic, System.nanoTime());
+            return still != null ? answer(still) : ask(live, topic, deadline);
         });
+    }
+
+    /** {@code owner}'s decision on {@code topic}, or null when none is kept or it lapsed. */
+    private Decision known(String owner, String topic, long now) {
+        Map<String, Decision> decided = decisions.get(owner);
+        Decision known = decided == null ? null : decided.get(topic);
+        return known != null && known.validUntilNanos() - now > 0 ? known : null;
+    }
+
+    private CompletionStage<String> answer(Decision decision) {
+        return decision.denial() == null ? CompletableFuture.completedFuture(null) : denied(decision.denial());
     }
 
     /**
@@ -327,7 +350,7 @@ final class TopicReadAuthorizer implements AutoCloseable {
             }
         }
         Decision decision = new Decision(denial, System.nanoTime() + decisionNanos);
-        decisions.computeIfAbsent(token.id(), id -> new ConcurrentHashMap<>()).put(topic, decision);
+        decisions.computeIfAbsent(token.owner(), owner -> new ConcurrentHashMap<>()).put(topic, decision);
         if (denial != null) {
             refusals.incrementAndGet();
         }
