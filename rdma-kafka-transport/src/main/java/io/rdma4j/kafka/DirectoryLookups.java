@@ -62,6 +62,7 @@ final class DirectoryLookups {
         if (held != null && held.connection == c && held.fromOffset == fromOffset) {
             return;
         }
+        long sentNanos = clock.getAsLong(); // before the request: the watermark its reply carries is no older
         CompletableFuture<ByteBuffer> reply;
         try {
             reply = c.request(RequestTypes.KAFKA_DIRECTORY, request(tp, fromOffset));
@@ -77,7 +78,7 @@ final class DirectoryLookups {
             }
             return r.watermark() != null ? CompletableFuture.completedFuture(r.watermark()) : readWatermark.apply(c, r.watermarkRegion());
         }).exceptionally(e -> null); // a failed or malformed reply fails the fetch that uses it, below
-        ahead.put(tp, new Ahead(c, fromOffset, reply, watermark, clock.getAsLong()));
+        ahead.put(tp, new Ahead(c, fromOffset, reply, watermark, sentNanos));
     }
 
     /** The directory of {@code tp} from {@code fromOffset}: the reply to the lookup sent ahead if it matches, else asked now. */

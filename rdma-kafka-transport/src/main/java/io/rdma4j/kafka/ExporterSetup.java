@@ -99,8 +99,8 @@ final class ExporterSetup implements AutoCloseable {
     /**
      * Proves the current token on {@code c}, creating or replacing it first where due. The proof names the topics of
      * {@code reading}, on which an exporter that checks ACLs decides before it answers (and keeps the decision for a
-     * while): deciding takes it hundreds of ms for a new token (it asks the cluster as the token), and the polling
-     * thread's first fetch from it need not wait for that.
+     * while): deciding for a principal it has not decided for takes it around 100 ms (it asks the cluster as the
+     * token), and the polling thread's first fetch from it need not wait for that.
      */
     CompletableFuture<Setup> prove(RdmaConnection c, Collection<TopicPartition> reading) {
         List<String> topics = reading.stream().map(TopicPartition::topic).distinct()
@@ -146,7 +146,10 @@ final class ExporterSetup implements AutoCloseable {
         }
         if (cause instanceof RemoteRequestException e) {
             return e.status() == RemoteRequestException.Status.REFUSED ? new Setup(c, token, Proof.REFUSED, e.getMessage())
-                    : new Setup(c, token, Proof.NOT_CHECKING, "it takes no delegation token (" + e.getMessage() + ")");
+                    : new Setup(c, token, Proof.NOT_CHECKING, e.status() == RemoteRequestException.Status.HANDLER_FAILED
+                    ? "it failed on the proof, as an exporter of an older rdma4j version does (run the same rdma4j version "
+                    + "on consumers and exporters): " + e.getMessage()
+                    : "it takes no delegation token (" + e.getMessage() + ")");
         }
         throw cause instanceof RuntimeException r ? r : new CompletionException(cause);
     }

@@ -133,16 +133,18 @@ class DirectoryLookupsTest {
 
     @Test
     void aReplyCarryingTheWatermarkServesTheFetchWithoutAWatermarkRead() throws InterruptedException {
-        directory = new SegmentDirectory.Response(SegmentDirectory.Status.OK, watermark.descriptor(), 0, directory.segments(), PUBLISHED);
+        // Another watermark than the region holds, so what serves can only be the reply's.
+        Watermark carried = new Watermark(62, 50, 320, 0, 62, 50, 1, 5, Watermark.UNKNOWN_LEADER);
+        directory = new SegmentDirectory.Response(SegmentDirectory.Status.OK, watermark.descriptor(), 0, directory.segments(), carried);
         lookups.sendAhead(c, TP0, 7);
         answer(TP0);
         assertThat(lookups.lookUp(c, TP0, 7)).isEqualTo(directory);
-        assertThat(lookups.watermarkAhead(c, TP0, watermark.descriptor())).as("sent ahead").isEqualTo(PUBLISHED);
+        assertThat(lookups.watermarkAhead(c, TP0, watermark.descriptor())).as("sent ahead").isEqualTo(carried);
 
         CompletableFuture<SegmentDirectory.Response> now = CompletableFuture.supplyAsync(() -> lookups.lookUp(c, TP1, 7));
         answer(TP1);
         assertThat(now.join()).isEqualTo(directory);
-        assertThat(lookups.watermarkAhead(c, TP1, watermark.descriptor())).as("asked now").isEqualTo(PUBLISHED);
+        assertThat(lookups.watermarkAhead(c, TP1, watermark.descriptor())).as("asked now").isEqualTo(carried);
 
         CompletableFuture<SegmentDirectory.Response> old = CompletableFuture.supplyAsync(() -> lookups.lookUp(c, TP2, 7));
         answer(TP2);

@@ -196,9 +196,9 @@ final class AclGate implements AutoCloseable {
         return authorizer == null ? null : authorizer.principal(connection);
     }
 
-    /** Times the cluster was asked whether a token's owner may read a topic; 0 where ACLs are never checked. */
-    long aclQuestions() {
-        return authorizer == null ? 0 : authorizer.aclQuestions();
+    /** ACL decisions made by asking the cluster; 0 where ACLs are never checked. */
+    long aclDecisions() {
+        return authorizer == null ? 0 : authorizer.decisionsMade();
     }
 
     /** Connections that proved a delegation token; 0 where ACLs are never checked. */

@@ -178,14 +178,17 @@ public final class LogExporter implements AutoCloseable {
     }
 
     /**
-     * Times the exporter asked the cluster whether a token's owner may READ a topic (as that owner); each answer is kept
-     * for {@code rdma.exporter.acl.cache.ms}.
+     * READ decisions the exporter made by asking the cluster as a token's owner; each is kept for that principal and
+     * topic for {@code rdma.exporter.acl.cache.ms}.
      */
-    public long aclQuestions() {
-        return acls.aclQuestions();
+    public long aclDecisions() {
+        return acls.aclDecisions();
     }
 
-    /** Directory and aborted-transactions requests refused because the requester may not READ the topic. */
+    /**
+     * Directory and aborted-transactions requests refused because the requester may not READ the topic, and topics a
+     * token proof named that its owner may not READ.
+     */
     public long aclRefusals() {
         return acls.refusals();
     }

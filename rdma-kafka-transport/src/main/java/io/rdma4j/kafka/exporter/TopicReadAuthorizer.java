@@ -93,13 +93,14 @@ final class TopicReadAuthorizer implements AutoCloseable {
     private final AtomicLong authenticated = new AtomicLong();
     private final AtomicLong rejectedProofs = new AtomicLong();
     private final AtomicLong refusals = new AtomicLong();
-    private final AtomicLong questions = new AtomicLong();
+    private final AtomicLong decisionsMade = new AtomicLong();
     private final CoalescingFetcher<List<DelegationToken>> tokenLists;
     private final LogThrottle refusedProofLog = new LogThrottle(Duration.ofSeconds(1));
 
     /**
-     * What a connection proved: the nonce it was last given, then the token it holds (replaced by a later proof, by the
-     * same token listed again, or cleared once it is gone; the last two only where no proof replaced it meanwhile).
+     * What a connection proved: the nonce it was last given, then the token it holds (set by each proof taken, as its
+     * lookup completes; replaced by the same token listed again, or cleared once it is gone, only where no proof set
+     * another meanwhile).
      */
     private static final class Session {
         volatile byte[] nonce;
@@ -156,12 +157,15 @@ final class TopicReadAuthorizer implements AutoCloseable {
         return tokenLists.fetches();
     }
 
-    /** Times the cluster was asked whether a token's owner may read a topic (decisions are kept, so not every request asks). */
-    long aclQuestions() {
-        return questions.get();
+    /** Decisions made by asking the cluster, each then kept for its principal and topic; a login not taken yet is none. */
+    long decisionsMade() {
+        return decisionsMade.get();
     }
 
-    /** Directory and aborted-transactions requests refused for want of READ (or of a proven token). */
+    /**
+     * Directory and aborted-transactions requests refused for want of READ (or of a proven token), and topics a proof
+     * named that its token's owner may not READ.
+     */
     long refusals() {
         return refusals.get();
     }
@@ -311,7 +315,6 @@ final class TopicReadAuthorizer implements AutoCloseable {
         if (client == null) {
             return denied("this exporter has " + MAX_TOKEN_CLIENTS + " delegation tokens in use; try again later");
         }
-        questions.incrementAndGet();
         return client.admin.describeTopics(List.of(topic), new DescribeTopicsOptions().includeAuthorizedOperations(true))
                 .topicNameValues().get(topic).toCompletionStage().handle((described, error) -> {
                     client.lastUsedNanos = System.nanoTime();
@@ -351,6 +354,7 @@ final class TopicReadAuthorizer implements AutoCloseable {
         }
         Decision decision = new Decision(denial, System.nanoTime() + decisionNanos);
         decisions.computeIfAbsent(token.owner(), owner -> new ConcurrentHashMap<>()).put(topic, decision);
+        decisionsMade.incrementAndGet();
         if (denial != null) {
             refusals.incrementAndGet();
         }

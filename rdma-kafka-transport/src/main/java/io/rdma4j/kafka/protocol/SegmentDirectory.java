@@ -156,7 +156,11 @@ public final class SegmentDirectory {
                     segments.add(new Segment(base, length, complete, RegionDescriptor.fromBytes(in)));
                 }
                 Watermark held = null;
-                if (in.hasRemaining() && in.get() == 1) {
+                int carried = in.hasRemaining() ? in.get() : 0;
+                if (carried != 0 && carried != 1) {
+                    throw new ProtocolException("bad directory watermark flag " + carried);
+                }
+                if (carried == 1) {
                     byte[] record = new byte[Watermark.SIZE];
                     in.get(record);
                     held = Watermark.readFrom(MemorySegment.ofArray(record));

@@ -39,7 +39,7 @@ class SegmentDirectoryTest {
     }
 
     @Test
-    void aWatermarkThatFailsItsChecksumOrComesWithoutSegmentsIsRefused() {
+    void aWatermarkThatFailsItsChecksumOrComesWithARefusalOrABadFlagIsRefused() {
         byte[] bytes = new SegmentDirectory.Response(SegmentDirectory.Status.OK, WATERMARK_REGION, 0, SEGMENTS, WATERMARK).toBytes();
         bytes[bytes.length - Watermark.SIZE + 8] ^= 1; // the high watermark's first byte
         assertThatThrownBy(() -> SegmentDirectory.Response.fromBytes(ByteBuffer.wrap(bytes)))
@@ -53,5 +53,10 @@ class SegmentDirectoryTest {
                 .toBytes();
         assertThatThrownBy(() -> SegmentDirectory.Response.fromBytes(ByteBuffer.wrap(refusedWithOne)))
                 .isInstanceOf(ProtocolException.class).hasMessageContaining("NOT_AUTHORIZED with a watermark");
+
+        byte[] without = new SegmentDirectory.Response(SegmentDirectory.Status.OK, WATERMARK_REGION, 0, SEGMENTS).toBytes();
+        without[without.length - 1] = 2; // the flag byte: neither "none" nor "one follows"
+        assertThatThrownBy(() -> SegmentDirectory.Response.fromBytes(ByteBuffer.wrap(without)))
+                .isInstanceOf(ProtocolException.class).hasMessageContaining("flag");
     }
 }
