@@ -73,6 +73,11 @@ final class ExporterConnections implements AutoCloseable {
     private final Set<InetSocketAddress> unchecked = new HashSet<>();
     /** Per exporter, a partition of each topic read from it: the exporter decides on these topics as a token is proven. */
     private final Map<InetSocketAddress, Map<String, TopicPartition>> readingFrom = new HashMap<>();
+    /**
+     * Exporters connected to before any partition was located there ({@link #connectEarly}); each leaves the set once a
+     * partition is, or is closed by {@link #closeUnlocated}.
+     */
+    private final Set<InetSocketAddress> unlocated = new HashSet<>();
     /** The token's creation or replacement, and letting go of a replaced one, under way (or done, or null). */
     private CompletableFuture<Void> renewal;
     private CompletableFuture<Void> lettingGo;
@@ -100,11 +105,14 @@ final class ExporterConnections implements AutoCloseable {
     /** As {@link #get(InetSocketAddress)}; {@code reading}: partitions to be read from {@code exporter}. */
     RdmaConnection get(InetSocketAddress exporter, Collection<TopicPartition> reading) {
         long now = System.nanoTime();
+        closeIdle(exporter, now);
+        takeOver(exporter); // Before the partitions count: an early connect that failed leaves no backoff.
+        lastUsedNanos.put(exporter, now);
         Map<String, TopicPartition> topics = readingFrom.computeIfAbsent(exporter, e -> new HashMap<>());
         reading.forEach(tp -> topics.putIfAbsent(tp.topic(), tp));
-        closeIdle(exporter, now);
-        lastUsedNanos.put(exporter, now);
-        takeOver(exporter);
+        if (!reading.isEmpty()) {
+            unlocated.remove(exporter);
+        }
         RdmaConnection c = open.get(exporter);
         if (c != null && !c.isOpen()) {
             drop(exporter);
@@ -124,6 +132,37 @@ final class ExporterConnections implements AutoCloseable {
         }
         keepAlive(exporter, c, now);
         return credentials == null || proven(exporter, c, now, topics.values()) ? c : null;
+    }
+
+    /**
+     * Starts connecting to (and proving the token to) {@code exporters} before any partition is located there: a new
+     * consumer's likely exporters ({@link ExporterLocator#likelyExporters}), set up while its KafkaConsumer fetches
+     * metadata and offsets rather than after. One that cannot be reached costs no reconnect backoff: the first partition
+     * located there connects at once, as without this.
+     */
+    void connectEarly(Collection<InetSocketAddress> exporters) {
+        for (InetSocketAddress exporter : exporters) {
+            if (!open.containsKey(exporter) && !pending.containsKey(exporter) && !retryAtNanos.containsKey(exporter)) {
+                unlocated.add(exporter);
+                get(exporter);
+            }
+        }
+    }
+
+    /**
+     * Closes the connections made early to exporters no partition was located at: called once every partition the
+     * consumer reads has its exporter, so that a consumer keeps open only the connections it reads on.
+     */
+    void closeUnlocated() {
+        for (InetSocketAddress exporter : unlocated) {
+            drop(exporter);
+            lastUsedNanos.remove(exporter);
+            lastKeepAliveNanos.remove(exporter);
+            readingFrom.remove(exporter);
+            retryAtNanos.remove(exporter);
+            connectedBefore.remove(exporter); // Connecting when a partition is located there later is no reconnect.
+        }
+        unlocated.clear();
     }
 
     /** What is under way for {@code exporter}, in words. */
@@ -174,7 +213,12 @@ final class ExporterConnections implements AutoCloseable {
             LOG.debug(open.containsKey(exporter) ? "proving the delegation token to {} failed: {}"
                     : "cannot reach the rdma4j log exporter at {}: {}", exporter, cause.toString());
             drop(exporter);
-            retryAtNanos.put(exporter, System.nanoTime() + reconnectBackoff.toNanos());
+            if (unlocated.remove(exporter)) {
+                lastUsedNanos.remove(exporter);
+                readingFrom.remove(exporter);
+            } else {
+                retryAtNanos.put(exporter, System.nanoTime() + reconnectBackoff.toNanos());
+            }
             return;
         }
         RdmaConnection held = open.get(exporter);

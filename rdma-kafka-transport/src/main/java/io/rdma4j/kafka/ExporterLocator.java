@@ -4,6 +4,7 @@ import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.utils.Utils;
 
 import java.net.InetSocketAddress;
 import java.util.HashMap;
@@ -82,6 +83,38 @@ final class ExporterLocator {
     static ExporterLocator perBroker(java.util.function.IntUnaryOperator exporterPort, String rack,
                                      Function<String, List<PartitionInfo>> metadata) {
         return new ExporterLocator(null, exporterPort, rack, metadata);
+    }
+
+    /**
+     * The exporters partitions are likely to be read from, known before any metadata: the configured one, else those of
+     * the brokers in {@code bootstrapServers} (Kafka's {@code host:port} list), so that a new consumer connects to them
+     * while its KafkaConsumer fetches metadata and offsets. Entries that do not parse or resolve are left out: the
+     * KafkaConsumer reports them.
+     */
+    List<InetSocketAddress> likelyExporters(Object bootstrapServers) {
+        if (override != null) {
+            return List.of(override);
+        }
+        List<?> entries = bootstrapServers instanceof List<?> l ? l
+                : bootstrapServers == null ? List.of() : List.of(bootstrapServers.toString().split(","));
+        List<InetSocketAddress> likely = new java.util.ArrayList<>();
+        for (Object entry : entries) {
+            String text = String.valueOf(entry).trim();
+            String host = Utils.getHost(text);
+            Integer port = Utils.getPort(text);
+            if (host == null || port == null) {
+                continue;
+            }
+            try {
+                InetSocketAddress exporter = new InetSocketAddress(host, exporterPort.applyAsInt(port));
+                if (!exporter.isUnresolved() && !likely.contains(exporter)) {
+                    likely.add(exporter);
+                }
+            } catch (IllegalArgumentException noPort) { // The port offset leaves the port range.
+                continue;
+            }
+        }
+        return likely;
     }
 
     /** Where to read {@code tp}, or null while its replicas are not known (no leader, no metadata yet). */

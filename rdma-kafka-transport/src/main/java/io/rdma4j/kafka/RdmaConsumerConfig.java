@@ -36,6 +36,10 @@ import java.util.Map;
  *   and, with {@code delegation-token}, the token created and proven) is left unfetched for it before Kafka's fetch
  *   serves it meanwhile (default 0: at once, so a new consumer's first records come as soon as a KafkaConsumer's; poll()
  *   never waits for the connection either way)</td></tr>
+ * <tr><td>rdma.fetch.connect.early</td><td>{@code true} (default) to connect to the exporters of the brokers in
+ *   {@code bootstrap.servers} (or to {@code rdma.exporter.address}) as the consumer is built, while its KafkaConsumer
+ *   fetches metadata and offsets, and to close those no partition is read from once every partition's exporter is
+ *   known; {@code false} connects to an exporter only once a partition is located there</td></tr>
  * <tr><td>rdma.fetch.poll.interval.ms</td><td>how often poll() rechecks watermarks while waiting (default 5)</td></tr>
  * <tr><td>rdma.fetch.decode.ahead</td><td>{@code true} (default) to check and inflate the batches read ahead on one
  *   background thread per consumer while the application works; {@code false} does it all on the polling thread</td></tr>
@@ -50,7 +54,8 @@ import java.util.Map;
 public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddress, int exporterPort, String exporterPortOffset,
                                  boolean delegationToken,
                                  Duration tokenLifetime, Duration tokenLinger, Duration fallbackBackoff, Duration pollInterval, boolean decodeAhead,
-                                 TransportConfig transport, Duration keepAlive, Duration connectionsMaxIdle, Duration setupWait) {
+                                 TransportConfig transport, Duration keepAlive, Duration connectionsMaxIdle, Duration setupWait,
+                                 boolean connectEarly) {
 
     public static final String PREFIX = "rdma.";
     public static final String ENABLED = "rdma.fetch.enabled";
@@ -67,6 +72,7 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
     public static final String DECODE_AHEAD = "rdma.fetch.decode.ahead";
     public static final String KEEPALIVE = "rdma.fetch.keepalive.ms";
     public static final String SETUP_WAIT = "rdma.fetch.setup.wait.ms";
+    public static final String CONNECT_EARLY = "rdma.fetch.connect.early";
 
     public static boolean enabled(Map<String, ?> configs) {
         Object v = configs.get(ENABLED);
@@ -116,7 +122,8 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
                 Duration.ofMillis(longValue(configs, POLL_INTERVAL, 5, MILLIS)),
                 decodeAhead(configs), TransportConfig.fromProperties(transportKeys, PREFIX),
                 Duration.ofMillis(positive(configs, KEEPALIVE, 60_000)),
-                Duration.ofMillis(positive(configs, ConsumerConfig.CONNECTIONS_MAX_IDLE_MS_CONFIG, 540_000)), Duration.ofMillis(setupWait));
+                Duration.ofMillis(positive(configs, ConsumerConfig.CONNECTIONS_MAX_IDLE_MS_CONFIG, 540_000)), Duration.ofMillis(setupWait),
+                booleanValue(configs, CONNECT_EARLY, true));
     }
 
     /** The port of the exporter of a broker that clients reach on {@code brokerPort}. */
@@ -149,6 +156,18 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
         String text = v.toString().trim();
         if (!text.equalsIgnoreCase("true") && !text.equalsIgnoreCase("false")) {
             throw new IllegalArgumentException(DECODE_AHEAD + " needs true, false or auto, got '" + v + "'");
+        }
+        return Boolean.parseBoolean(text);
+    }
+
+    private static boolean booleanValue(Map<String, ?> configs, String key, boolean fallback) {
+        Object v = configs.get(key);
+        if (v == null) {
+            return fallback;
+        }
+        String text = v.toString().trim();
+        if (!text.equalsIgnoreCase("true") && !text.equalsIgnoreCase("false")) {
+            throw new IllegalArgumentException(key + " needs true or false, got '" + v + "'");
         }
         return Boolean.parseBoolean(text);
     }

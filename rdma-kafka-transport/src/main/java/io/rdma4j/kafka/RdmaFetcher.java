@@ -108,19 +108,33 @@ final class RdmaFetcher implements AutoCloseable {
      */
     boolean connectAhead(Collection<TopicPartition> partitions) {
         Map<InetSocketAddress, List<TopicPartition>> byExporter = new HashMap<>();
-        boolean ready = true;
+        boolean located = true;
         for (TopicPartition tp : partitions) {
             ExporterLocator.Target target = locator.locate(tp);
             if (target == null) {
-                ready = false;
+                located = false;
             } else {
                 byExporter.computeIfAbsent(target.address(), a -> new ArrayList<>()).add(tp);
             }
         }
+        boolean ready = located;
         for (var e : byExporter.entrySet()) {
             ready &= connections.get(e.getKey(), e.getValue()) != null;
         }
+        if (located && !partitions.isEmpty()) {
+            connections.closeUnlocated();
+        }
         return ready;
+    }
+
+    /**
+     * Starts connecting to the exporters partitions are likely to be read from ({@link ExporterLocator#likelyExporters}
+     * of {@code bootstrapServers}) before any partition is located: at a new consumer's construction, so that its
+     * connections are set up while its KafkaConsumer fetches metadata and offsets. Those no partition is located at are
+     * closed once every partition read has its exporter.
+     */
+    void connectEarly(Object bootstrapServers) {
+        connections.connectEarly(locator.likelyExporters(bootstrapServers));
     }
 
     /**

@@ -109,7 +109,15 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                 f = new RdmaFetcher(t, locator, credentials, new ExporterConnections.Timing(rdmaConfig.fallbackBackoff(),
                         rdmaConfig.keepAlive(), rdmaConfig.connectionsMaxIdle()), rdmaMetrics, readCommitted,
                         rdmaConfig.decodeAhead(), RdmaConsumerConfig.intValue(kafka, ConsumerConfig.FETCH_MAX_BYTES_CONFIG, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES));
+                if (rdmaConfig.connectEarly()) {
+                    f.connectEarly(kafka.get(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG));
+                }
             } catch (RuntimeException e) {
+                if (f != null) {
+                    f.close(); // Lets go of the credentials too.
+                    f = null;
+                    credentials = null;
+                }
                 if (credentials != null) {
                     credentials.close(); // Its share of the token; nothing was proven with it.
                 }

@@ -84,6 +84,45 @@ class ExporterConnectionsTest {
         }
     }
 
+    @Test
+    void exportersConnectedEarlyAreReadyWhenAPartitionIsLocatedThereAndTheOthersClose() throws Exception {
+        AtomicInteger reconnects = new AtomicInteger();
+        try (RdmaTransport exporters = RdmaTransport.open(TCP); RdmaTransport consumer = RdmaTransport.open(TCP)) {
+            InetSocketAddress loopback = new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
+            RdmaListener a = exporters.listen(loopback, RequestHandlers.none());
+            RdmaListener b = exporters.listen(loopback, RequestHandlers.none());
+            InetSocketAddress nobody;
+            try (var s = new java.net.ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+                nobody = new InetSocketAddress(InetAddress.getLoopbackAddress(), s.getLocalPort());
+            }
+            try (ExporterConnections connections = new ExporterConnections(consumer,
+                    ExporterConnections.Timing.of(Duration.ofHours(1)), null, reconnects::incrementAndGet)) {
+                connections.connectEarly(java.util.List.of(a.localAddress(), b.localAddress(), nobody));
+                var toA = connections.settling(a.localAddress());
+                var toB = connections.settling(b.localAddress());
+                var toNobody = connections.settling(nobody);
+                assertThat(toA).as("connecting to A, before any partition is located there").isNotNull();
+                toA.get(30, java.util.concurrent.TimeUnit.SECONDS);
+                toB.get(30, java.util.concurrent.TimeUnit.SECONDS);
+                if (toNobody != null) {
+                    toNobody.handle((x, e) -> null).get(30, java.util.concurrent.TimeUnit.SECONDS);
+                }
+
+                RdmaConnection c = connections.get(a.localAddress(), java.util.List.of(new org.apache.kafka.common.TopicPartition("t", 0)));
+                assertThat(c).as("A's connection, ready at the first ask for a partition there").isSameAs(((ExporterSetup.Setup) toA.join()).connection());
+                assertThat(connections.get(nobody, java.util.List.of(new org.apache.kafka.common.TopicPartition("t", 1))))
+                        .as("the failed early connect left no backoff: connecting again").isNull();
+                assertThat(connections.whyNot(nobody)).isEqualTo(FallbackReason.EXPORTER_CONNECTING);
+
+                connections.closeUnlocated();
+                assertThat(((ExporterSetup.Setup) toB.join()).connection().isOpen()).as("B, where no partition was located").isFalse();
+                assertThat(c.isOpen()).isTrue();
+                assertThat(ready(connections, b.localAddress())).as("B connected again when asked").isNotNull();
+                assertThat(reconnects.get()).as("connecting to B once it is asked for is no reconnect").isZero();
+            }
+        }
+    }
+
     /** Asks for the connection until it is set up (the first ask starts it). */
     private static RdmaConnection ready(ExporterConnections connections, InetSocketAddress exporter) throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();

@@ -70,6 +70,21 @@ class ExporterLocatorTest {
     }
 
     @Test
+    void theLikelyExportersAreTheBootstrapBrokersOnTheirExporterPortsOrTheConfiguredOne() {
+        RdmaConsumerConfig config = RdmaConsumerConfig.from(Map.of(RdmaConsumerConfig.EXPORTER_PORT_OFFSET, "207"));
+        ExporterLocator locator = ExporterLocator.perBroker(config::exporterPortFor, null, metadata::get);
+        assertThat(locator.likelyExporters("localhost:9092, 127.0.0.1:9093,127.0.0.1:9092,no-port,[::1]:65500"))
+                .as("the second 9092 is the first again; no port, or one the offset pushes out of range, is left out")
+                .containsExactly(new InetSocketAddress("localhost", 9299), new InetSocketAddress("127.0.0.1", 9300));
+        assertThat(locator.likelyExporters(List.of("localhost:9094"))).containsExactly(new InetSocketAddress("localhost", 9301));
+        assertThat(locator.likelyExporters(null)).isEmpty();
+        assertThat(perBroker(null).likelyExporters("localhost:9092")).containsExactly(new InetSocketAddress("localhost", PORT));
+
+        InetSocketAddress address = new InetSocketAddress("127.0.0.1", 9299);
+        assertThat(ExporterLocator.fixed(address).likelyExporters("localhost:9092,localhost:9093")).containsExactly(address);
+    }
+
+    @Test
     void eachPartitionIsReadFromItsLeadersExporterOnThePortConvention() {
         partition(B2, new Node[] {B2, B3}, new Node[] {B2, B3});
         ExporterLocator.Target t = perBroker(null).locate(TP);

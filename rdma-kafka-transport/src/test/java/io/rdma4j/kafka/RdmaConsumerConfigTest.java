@@ -19,4 +19,13 @@ class RdmaConsumerConfigTest {
         assertThatThrownBy(() -> RdmaConsumerConfig.from(Map.of(RdmaConsumerConfig.DECODE_AHEAD, "yes")))
                 .isInstanceOf(IllegalArgumentException.class).hasMessage("rdma.fetch.decode.ahead needs true, false or auto, got 'yes'");
     }
+
+    @Test
+    void connectingEarlyIsOnUnlessSetToFalse() {
+        assertThat(RdmaConsumerConfig.from(Map.of()).connectEarly()).as("default").isTrue();
+        assertThat(RdmaConsumerConfig.from(Map.of(RdmaConsumerConfig.CONNECT_EARLY, " false ")).connectEarly()).isFalse();
+        assertThat(RdmaConsumerConfig.from(Map.of(RdmaConsumerConfig.CONNECT_EARLY, true)).connectEarly()).isTrue();
+        assertThatThrownBy(() -> RdmaConsumerConfig.from(Map.of(RdmaConsumerConfig.CONNECT_EARLY, "soon")))
+                .isInstanceOf(IllegalArgumentException.class).hasMessage("rdma.fetch.connect.early needs true or false, got 'soon'");
+    }
 }
