@@ -590,6 +590,34 @@ class ExporterAclTest {
     }
 
     @Test
+    void aProofRightAfterAnotherOfTheSameTokenIsCheckedWithoutAskingTheClusterAgain() throws Exception {
+        try (RdmaTransport peer = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
+             Admin asUser1 = Admin.create(user1(false, null));
+             RdmaConnection first = peer.connect(exporter.address()).get(10, TimeUnit.SECONDS);
+             RdmaConnection second = peer.connect(exporter.address()).get(10, TimeUnit.SECONDS);
+             RdmaConnection third = peer.connect(exporter.address()).get(10, TimeUnit.SECONDS)) {
+            DelegationToken token = asUser1.createDelegationToken().delegationToken().get();
+            awaitKnown(token.tokenInfo().tokenId());
+            long listedBefore = System.nanoTime();
+            prove(first, token, challenge(first));
+            long lookups = exporter.delegationTokenLookups();
+            byte[] nonce = challenge(second);
+            String id = token.tokenInfo().tokenId();
+            assertRefused(third, new ExporterAuthentication.Proof(id, ExporterAuthentication.proof(new byte[64], challenge(third), id)),
+                    "a forged proof of the token just listed");
+            prove(second, token, nonce);
+            long sinceListing = System.nanoTime() - listedBefore;
+            // Under the listing's trusted age (a second) both proofs are checked against it; a machine that stalled
+            // longer makes them ask the cluster again, as it should.
+            assertThat(exporter.delegationTokenLookups() - lookups).as("describeDelegationToken calls for two proofs %d ms "
+                    + "after the first proof's listing", TimeUnit.NANOSECONDS.toMillis(sinceListing))
+                    .isLessThanOrEqualTo(sinceListing < TimeUnit.SECONDS.toNanos(1) ? 0 : 2);
+            assertThat(directory(second, GRANTED).status()).isEqualTo(SegmentDirectory.Status.OK);
+            assertThat(directory(third, GRANTED).status()).as("the forged proof's connection").isEqualTo(SegmentDirectory.Status.NOT_AUTHORIZED);
+        }
+    }
+
+    @Test
     void aBurstOfForgedProofsCostsTheClusterAFewTokenLookupsAndAnHonestPeerStillGetsIn() throws Exception {
         // 20 connections at once, 10 forged proofs each: a proof needs a challenge of its own connection first. A proof
         // naming a token not listed yet waits up to TopicReadAuthorizer.TOKEN_ARRIVAL_WAIT for it, on shared lookups.

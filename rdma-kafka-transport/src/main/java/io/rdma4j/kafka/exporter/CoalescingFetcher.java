@@ -15,9 +15,14 @@ import java.util.function.Supplier;
  * at most once per interval, however fast they send proofs, and each still gets the tokens as they were after it asked.
  *
  * <p>A failed fetch fails each of its callers; the next call fetches again. Callers wait only on a fetch that is
- * started or scheduled, so none is left waiting.
+ * started or scheduled, so none is left waiting. {@link #recent} answers, without fetching, with the last value
+ * fetched and when that fetch started, for callers that may take a value a given age old.
  */
 final class CoalescingFetcher<T> {
+
+    /** A value fetched, and when ({@link System#nanoTime()}) the fetch that read it started: it is no older than that. */
+    record Recent<T>(T value, long startedNanos) {
+    }
 
     private final Supplier<? extends CompletionStage<T>> fetch;
     private final long intervalNanos;
@@ -28,6 +33,8 @@ final class CoalescingFetcher<T> {
     private boolean scheduled;
     private long started;
     private long lastStartNanos;
+    /** The last successful fetch's value, or null. */
+    private Recent<T> recent;
 
     CoalescingFetcher(Supplier<? extends CompletionStage<T>> fetch, Duration minInterval) {
         this.fetch = fetch;
@@ -54,6 +61,13 @@ final class CoalescingFetcher<T> {
         }
         // A copy: a caller that cancels or completes its future leaves the others' alone.
         return waiting.copy();
+    }
+
+    /** The last value fetched if its fetch started at most {@code maxAge} ago, else null; never fetches. */
+    Recent<T> recent(Duration maxAge) {
+        synchronized (lock) {
+            return recent != null && System.nanoTime() - recent.startedNanos() <= maxAge.toNanos() ? recent : null;
+        }
     }
 
     /** Fetches started so far. */
@@ -97,6 +111,10 @@ final class CoalescingFetcher<T> {
     }
 
     private void start(CompletableFuture<T> waiters) {
+        long startedNanos;
+        synchronized (lock) {
+            startedNanos = lastStartNanos; // Set as this fetch was claimed; no other is claimed while it is in flight.
+        }
         CompletionStage<T> result;
         try {
             result = fetch.get();
@@ -107,6 +125,9 @@ final class CoalescingFetcher<T> {
             CompletableFuture<T> following = null;
             synchronized (lock) {
                 inFlight = false;
+                if (error == null) {
+                    recent = new Recent<>(value, startedNanos);
+                }
                 if (next != null) {
                     following = claimOrScheduleLocked();
                 }

@@ -59,8 +59,9 @@ final class TopicReadAuthorizer implements AutoCloseable {
     /** Tokens with a client open at once: beyond it a new token is refused, so a flood of tokens costs bounded threads. */
     static final int MAX_TOKEN_CLIENTS = 256;
     /**
-     * The cluster's delegation tokens are described at most this often, whoever asks how often: each proof and each
-     * undecided directory request needs the tokens as they are after it arrived, and a peer sends those at its pace.
+     * The cluster's delegation tokens are described at most this often, whoever asks how often: a proof of a token no
+     * listing of the last {@link #LISTING_TRUSTED} shows live, and each undecided directory request, needs the tokens
+     * as they are after it arrived, and a peer sends those at its pace.
      */
     static final Duration TOKEN_LIST_INTERVAL = Duration.ofMillis(100);
     /**
@@ -69,9 +70,13 @@ final class TopicReadAuthorizer implements AutoCloseable {
      */
     static final Duration TOKEN_ARRIVAL_WAIT = Duration.ofSeconds(2);
     /**
-     * A token listed this recently (for the proof) is not looked up again before a decision on it: the decision is kept
-     * for {@code rdma.exporter.acl.cache.ms} anyway, so this adds at most a second to how long a token deleted meanwhile
-     * goes on reading, and saves a new consumer a lookup (up to {@link #TOKEN_LIST_INTERVAL}) before its first READ.
+     * A listing this old is trusted. A token it lists live is taken for a proof without asking the cluster again, and a
+     * token listed this recently for its proof is not looked up again before a decision on it. So a token deleted
+     * within that second may be proven once more, and reads until it is looked up again once its listing is
+     * {@code rdma.exporter.acl.cache.ms} old, as any connection's token is: the bound on how long a deleted token reads
+     * stays that cache period from its listing. A new consumer among others starting then gets its proof's answer and
+     * its first READ without the exporter's round trip to the cluster (up to {@link #TOKEN_LIST_INTERVAL} more when
+     * another lookup just went out).
      */
     static final Duration LISTING_TRUSTED = Duration.ofSeconds(1);
     /** Between tries of a token client whose login the cluster did not take (the broker asked does not know it yet). */
@@ -194,7 +199,7 @@ final class TopicReadAuthorizer implements AutoCloseable {
             rejectedProofs.incrementAndGet();
             throw new RequestRefusedException("ask for a challenge before sending a proof");
         }
-        return lookUp(proof.tokenId(), System.nanoTime() + TOKEN_ARRIVAL_WAIT.toNanos()).thenApply(token -> {
+        return lookUpForProof(proof.tokenId()).thenApply(token -> {
             if (token == null || !MessageDigest.isEqual(ExporterAuthentication.proof(token.hmac(), nonce, token.id()), proof.proof())) {
                 rejectedProofs.incrementAndGet();
                 logRefusedProof(context, token == null ? "no live token " + proof.tokenId() : "the proof does not match token " + token.id());
@@ -243,15 +248,39 @@ final class TopicReadAuthorizer implements AutoCloseable {
     private CompletionStage<Token> lookUp(String id, long deadlineNanos) {
         long asked = System.nanoTime();
         return tokenLists.fetchedAfterNow().thenCompose(tokens -> {
-            for (DelegationToken t : tokens) {
-                if (t.tokenInfo().tokenId().equals(id)) {
-                    long expires = t.tokenInfo().expiryTimestamp();
-                    return CompletableFuture.completedFuture(expires > System.currentTimeMillis()
-                            ? new Token(id, t.hmac(), expires, t.tokenInfo().owner().toString(), asked) : null);
-                }
+            DelegationToken t = listed(tokens, id);
+            if (t != null) {
+                return CompletableFuture.completedFuture(live(t, asked));
             }
             return System.nanoTime() - deadlineNanos >= 0 ? CompletableFuture.completedFuture(null) : lookUp(id, deadlineNanos);
         });
+    }
+
+    /**
+     * Token {@code id} for a proof: from a listing at most {@link #LISTING_TRUSTED} old where that lists it live, else
+     * as {@link #lookUp} finds it.
+     */
+    private CompletionStage<Token> lookUpForProof(String id) {
+        CoalescingFetcher.Recent<List<DelegationToken>> recent = tokenLists.recent(LISTING_TRUSTED);
+        DelegationToken t = recent == null ? null : listed(recent.value(), id);
+        Token token = t == null ? null : live(t, recent.startedNanos());
+        return token != null ? CompletableFuture.completedFuture(token) : lookUp(id, System.nanoTime() + TOKEN_ARRIVAL_WAIT.toNanos());
+    }
+
+    private static DelegationToken listed(List<DelegationToken> tokens, String id) {
+        for (DelegationToken t : tokens) {
+            if (t.tokenInfo().tokenId().equals(id)) {
+                return t;
+            }
+        }
+        return null;
+    }
+
+    /** {@code t} as listed after {@code listedAfterNanos}, or null once it expired. */
+    private static Token live(DelegationToken t, long listedAfterNanos) {
+        long expires = t.tokenInfo().expiryTimestamp();
+        return expires > System.currentTimeMillis()
+                ? new Token(t.tokenInfo().tokenId(), t.hmac(), expires, t.tokenInfo().owner().toString(), listedAfterNanos) : null;
     }
 
     /**

@@ -172,6 +172,28 @@ class CoalescingFetcherTest {
     }
 
     @Test
+    void theLastValueFetchedIsRecentWithTheTimeItsFetchStartedUntilItIsTooOldAndAFailureKeepsIt() {
+        CoalescingFetcher<Integer> fetcher = byHand(Duration.ZERO);
+        assertThat(fetcher.recent(Duration.ofHours(1))).as("nothing fetched yet").isNull();
+        long before = System.nanoTime();
+        CompletableFuture<Integer> first = fetcher.fetchedAfterNow();
+        assertThat(fetcher.recent(Duration.ofHours(1))).as("a fetch in flight is no value").isNull();
+        started.get(0).complete(1);
+        assertThat(first).isCompletedWithValue(1);
+
+        CoalescingFetcher.Recent<Integer> recent = fetcher.recent(Duration.ofHours(1));
+        assertThat(recent.value()).isEqualTo(1);
+        assertThat(recent.startedNanos()).as("when the fetch started, not when it ended").isBetween(before, System.nanoTime());
+        assertThat(fetcher.fetches()).as("recent() fetches nothing").isEqualTo(1);
+        assertThat(fetcher.recent(Duration.ZERO)).as("older than no time at all").isNull();
+
+        CompletableFuture<Integer> second = fetcher.fetchedAfterNow();
+        started.get(1).completeExceptionally(new IOException("broker gone"));
+        assertThat(second).isCompletedExceptionally();
+        assertThat(fetcher.recent(Duration.ofHours(1)).value()).as("the last value fetched, not the failure").isEqualTo(1);
+    }
+
+    @Test
     void aFetchThatThrowsFailsItsCallersAndTheNextCallFetchesAgain() {
         AtomicInteger calls = new AtomicInteger();
         CoalescingFetcher<Integer> fetcher = new CoalescingFetcher<>(() -> {
