@@ -135,34 +135,55 @@ final class ExporterConnections implements AutoCloseable {
     }
 
     /**
-     * Starts connecting to (and proving the token to) {@code exporters} before any partition is located there: a new
-     * consumer's likely exporters ({@link ExporterLocator#likelyExporters}), set up while its KafkaConsumer fetches
-     * metadata and offsets rather than after. One that cannot be reached costs no reconnect backoff: the first partition
-     * located there connects at once, as without this.
+     * Starts connecting to (and proving the token to, the proof naming {@code topics}) {@code exporters} before any
+     * partition is located there: a new consumer's likely exporters ({@link ExporterLocator#likelyExporters}), set up
+     * while its KafkaConsumer fetches metadata and offsets rather than after. One that cannot be reached costs no
+     * reconnect backoff, and one that refuses the token does not count against it (it may serve another cluster): a
+     * partition located there connects, or proves, again at once, as without this.
      */
-    void connectEarly(Collection<InetSocketAddress> exporters) {
+    void connectEarly(Collection<InetSocketAddress> exporters, Collection<String> topics) {
         for (InetSocketAddress exporter : exporters) {
             if (!open.containsKey(exporter) && !pending.containsKey(exporter) && !retryAtNanos.containsKey(exporter)) {
                 unlocated.add(exporter);
+                Map<String, TopicPartition> named = readingFrom.computeIfAbsent(exporter, e -> new HashMap<>());
+                topics.stream().limit(ExporterAuthentication.MAX_TOPICS_PER_PROOF)
+                        .forEach(topic -> named.putIfAbsent(topic, new TopicPartition(topic, 0)));
                 get(exporter);
             }
         }
     }
 
+    /** Whether connections made early to exporters no partition was located at are open or being set up. */
+    boolean connectedEarly() {
+        return !unlocated.isEmpty();
+    }
+
     /**
-     * Closes the connections made early to exporters no partition was located at: called once every partition the
-     * consumer reads has its exporter, so that a consumer keeps open only the connections it reads on.
+     * Closes the connections made early to exporters no partition was located at, except those in {@code keep}: all of
+     * them once {@code located} (every partition the consumer reads has its exporter), else those unused for
+     * {@code connections.max.idle.ms}. A consumer keeps open only the connections it reads on.
      */
-    void closeUnlocated() {
-        for (InetSocketAddress exporter : unlocated) {
+    void closeUnlocated(Set<InetSocketAddress> keep, boolean located) {
+        long now = System.nanoTime();
+        for (InetSocketAddress exporter : List.copyOf(unlocated)) {
+            Long used = lastUsedNanos.get(exporter);
+            if (keep.contains(exporter)) {
+                if (located) {
+                    unlocated.remove(exporter); // A partition is read from it: an exporter like any other from now on.
+                }
+                continue;
+            }
+            if (!located && used != null && now - used < timing.maxIdle().toNanos()) {
+                continue;
+            }
             drop(exporter);
+            unlocated.remove(exporter);
             lastUsedNanos.remove(exporter);
             lastKeepAliveNanos.remove(exporter);
             readingFrom.remove(exporter);
             retryAtNanos.remove(exporter);
             connectedBefore.remove(exporter); // Connecting when a partition is located there later is no reconnect.
         }
-        unlocated.clear();
     }
 
     /** What is under way for {@code exporter}, in words. */
@@ -249,7 +270,9 @@ final class ExporterConnections implements AutoCloseable {
                 // A token just created reaches the exporter's broker a moment later: the proof is tried again after the
                 // backoff, meanwhile Kafka's fetch serves (or the token proven before, while it lives).
                 proofRetryAtNanos.put(exporter, System.nanoTime() + reconnectBackoff.toNanos());
-                credentials.refused(s.token());
+                if (!unlocated.contains(exporter)) {
+                    credentials.refused(s.token());
+                }
                 LOG.info("the rdma4j log exporter at {} refused delegation token {} (trying again in {} ms): {}", exporter,
                         s.token().tokenInfo().tokenId(), reconnectBackoff.toMillis(), s.detail());
             }

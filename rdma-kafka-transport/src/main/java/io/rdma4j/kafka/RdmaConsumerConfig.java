@@ -36,10 +36,10 @@ import java.util.Map;
  *   and, with {@code delegation-token}, the token created and proven) is left unfetched for it before Kafka's fetch
  *   serves it meanwhile (default 0: at once, so a new consumer's first records come as soon as a KafkaConsumer's; poll()
  *   never waits for the connection either way)</td></tr>
- * <tr><td>rdma.fetch.connect.early</td><td>{@code true} (default) to connect to the exporters of the brokers in
- *   {@code bootstrap.servers} (or to {@code rdma.exporter.address}) as the consumer is built, while its KafkaConsumer
- *   fetches metadata and offsets, and to close those no partition is read from once every partition's exporter is
- *   known; {@code false} connects to an exporter only once a partition is located there</td></tr>
+ * <tr><td>rdma.fetch.connect.early</td><td>{@code true} (default) to connect, at the first poll, to the exporters of
+ *   the brokers in {@code bootstrap.servers} (or to {@code rdma.exporter.address}) while the internal KafkaConsumer
+ *   fetches metadata and offsets, and to close those no partition is read from once every assigned partition's
+ *   exporter is known; {@code false} connects to an exporter only once a partition is located there</td></tr>
  * <tr><td>rdma.fetch.poll.interval.ms</td><td>how often poll() rechecks watermarks while waiting (default 5)</td></tr>
  * <tr><td>rdma.fetch.decode.ahead</td><td>{@code true} (default) to check and inflate the batches read ahead on one
  *   background thread per consumer while the application works; {@code false} does it all on the polling thread</td></tr>

@@ -54,6 +54,8 @@ final class RdmaFetcher implements AutoCloseable {
      */
     private final boolean readCommitted;
     private final DirectoryLookups directories;
+    /** Not connected to yet: see {@link #connectEarly}. */
+    private List<InetSocketAddress> likelyExporters = List.of();
     final LongAdder abortedTransactionRequests = new LongAdder();
 
     RdmaFetcher(RdmaTransport transport, InetSocketAddress exporter, Duration reconnectBackoff) {
@@ -121,20 +123,49 @@ final class RdmaFetcher implements AutoCloseable {
         for (var e : byExporter.entrySet()) {
             ready &= connections.get(e.getKey(), e.getValue()) != null;
         }
-        if (located && !partitions.isEmpty()) {
-            connections.closeUnlocated();
-        }
         return ready;
     }
 
     /**
-     * Starts connecting to the exporters partitions are likely to be read from ({@link ExporterLocator#likelyExporters}
-     * of {@code bootstrapServers}) before any partition is located: at a new consumer's construction, so that its
-     * connections are set up while its KafkaConsumer fetches metadata and offsets. Those no partition is located at are
-     * closed once every partition read has its exporter.
+     * The exporters partitions are likely to be read from ({@link ExporterLocator#likelyExporters} of
+     * {@code bootstrapServers}), for {@link #connectEarly}; resolved as the consumer is built, as Kafka resolves them.
      */
-    void connectEarly(Object bootstrapServers) {
-        connections.connectEarly(locator.likelyExporters(bootstrapServers));
+    void expectExporters(Object bootstrapServers) {
+        likelyExporters = locator.likelyExporters(bootstrapServers);
+    }
+
+    /**
+     * Starts connecting to the likely exporters, once, before any partition is located: at a new consumer's first poll,
+     * so that its connections are set up while its KafkaConsumer fetches metadata and offsets. Each proof names
+     * {@code topics} (those subscribed or assigned), on which an exporter that checks ACLs decides before it answers.
+     */
+    void connectEarly(Collection<String> topics) {
+        if (likelyExporters.isEmpty() || topics.isEmpty()) {
+            return; // Not subscribed yet: the first poll that is connects.
+        }
+        List<InetSocketAddress> exporters = likelyExporters;
+        likelyExporters = List.of();
+        connections.connectEarly(exporters, topics);
+    }
+
+    /**
+     * Closes the connections made early to exporters no partition of {@code assigned} is read from, once each has its
+     * exporter; with nothing assigned, once they went unused for {@code connections.max.idle.ms}. Asked after each
+     * poll's fetches, while such connections are open.
+     */
+    void settleEarly(Set<TopicPartition> assigned) {
+        if (!connections.connectedEarly()) {
+            return;
+        }
+        Set<InetSocketAddress> readFrom = new java.util.HashSet<>();
+        for (TopicPartition tp : assigned) {
+            ExporterLocator.Target target = locator.locate(tp);
+            if (target == null) {
+                return;
+            }
+            readFrom.add(target.address());
+        }
+        connections.closeUnlocated(readFrom, !assigned.isEmpty());
     }
 
     /**

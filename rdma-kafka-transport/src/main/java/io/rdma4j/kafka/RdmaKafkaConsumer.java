@@ -110,11 +110,15 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                         rdmaConfig.keepAlive(), rdmaConfig.connectionsMaxIdle()), rdmaMetrics, readCommitted,
                         rdmaConfig.decodeAhead(), RdmaConsumerConfig.intValue(kafka, ConsumerConfig.FETCH_MAX_BYTES_CONFIG, ConsumerConfig.DEFAULT_FETCH_MAX_BYTES));
                 if (rdmaConfig.connectEarly()) {
-                    f.connectEarly(kafka.get(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG));
+                    f.expectExporters(kafka.get(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG));
                 }
             } catch (RuntimeException e) {
                 if (f != null) {
-                    f.close(); // Lets go of the credentials too.
+                    try {
+                        f.close(); // Lets go of the credentials too.
+                    } catch (RuntimeException closing) {
+                        e.addSuppressed(closing);
+                    }
                     f = null;
                     credentials = null;
                 }
@@ -200,6 +204,9 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
             if (autoCommit != null) {
                 autoCommit.beforePoll();
             }
+            if (first && fetcher != null) {
+                fetcher.connectEarly(topicsRead());
+            }
             Duration wait = first ? Duration.ZERO : Duration.ofNanos(Math.max(0, Math.min(rdmaConfig.pollInterval().toNanos(), deadline - System.nanoTime())));
             if (fetcher == null) {
                 wait = timeout; // No RDMA: exactly a KafkaConsumer.
@@ -210,6 +217,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                 return onConsume(fromKafka);
             }
             ConsumerRecords<K, V> merged = merge.merge(fromKafka);
+            fetcher.settleEarly(delegate.assignment());
             if (merged != null) {
                 return onConsume(merged);
             }
@@ -217,6 +225,13 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                 return ConsumerRecords.empty();
             }
         }
+    }
+
+    /** The topics subscribed to or assigned: what the first poll's early connections name in their proofs. */
+    private Set<String> topicsRead() {
+        Set<String> topics = new java.util.TreeSet<>(delegate.subscription());
+        delegate.assignment().forEach(tp -> topics.add(tp.topic()));
+        return topics;
     }
 
     private ConsumerRecords<K, V> onConsume(ConsumerRecords<K, V> records) {

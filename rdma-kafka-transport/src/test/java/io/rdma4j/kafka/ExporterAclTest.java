@@ -590,6 +590,29 @@ class ExporterAclTest {
     }
 
     @Test
+    void aNewConsumersFirstPollProvesItsTokenNamingItsTopicsSoTheyAreDecidedBeforeAnyDirectoryRequest() throws Exception {
+        Map<String, Object> props = new HashMap<>(cluster.exporterProps(0, "127.0.0.1:0"));
+        cluster.clientProps(JaasUtils.KAFKA_PLAIN_ADMIN, JaasUtils.KAFKA_PLAIN_ADMIN_PASSWORD)
+                .forEach((k, v) -> props.put(ExporterConfig.ADMIN_PREFIX + k, v));
+        try (LogExporter own = LogExporter.start(ExporterConfig.fromProperties(props))) { // nothing decided yet
+            own.refresh();
+            Map<String, Object> consumer = user1(true, "delegation-token");
+            consumer.put("rdma.exporter.address", "127.0.0.1:" + own.address().getPort());
+            try (RdmaKafkaConsumer<String, String> rdma = new RdmaKafkaConsumer<>(consumer, new StringDeserializer(), new StringDeserializer())) {
+                rdma.assign(GRANTED_PARTITIONS);
+                rdma.poll(Duration.ZERO); // connects and proves; its partitions are fetched through Kafka meanwhile
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                while (rdma.settingUpExporters() || own.authenticatedConnections() == 0) {
+                    assertThat(System.nanoTime()).as("the token proven within 30 s").isLessThan(deadline);
+                    Thread.sleep(20);
+                }
+                assertThat(own.directoryRequests()).as("no poll since the first").isZero();
+                assertThat(own.aclDecisions()).as("the assigned topic, decided as the proof named it").isEqualTo(1);
+            }
+        }
+    }
+
+    @Test
     void aProofRightAfterAnotherOfTheSameTokenIsCheckedWithoutAskingTheClusterAgain() throws Exception {
         try (RdmaTransport peer = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
              Admin asUser1 = Admin.create(user1(false, null));

@@ -97,7 +97,7 @@ class ExporterConnectionsTest {
             }
             try (ExporterConnections connections = new ExporterConnections(consumer,
                     ExporterConnections.Timing.of(Duration.ofHours(1)), null, reconnects::incrementAndGet)) {
-                connections.connectEarly(java.util.List.of(a.localAddress(), b.localAddress(), nobody));
+                connections.connectEarly(java.util.List.of(a.localAddress(), b.localAddress(), nobody), java.util.List.of("t"));
                 var toA = connections.settling(a.localAddress());
                 var toB = connections.settling(b.localAddress());
                 var toNobody = connections.settling(nobody);
@@ -114,8 +114,12 @@ class ExporterConnectionsTest {
                         .as("the failed early connect left no backoff: connecting again").isNull();
                 assertThat(connections.whyNot(nobody)).isEqualTo(FallbackReason.EXPORTER_CONNECTING);
 
-                connections.closeUnlocated();
+                connections.closeUnlocated(java.util.Set.of(), false);
+                assertThat(((ExporterSetup.Setup) toB.join()).connection().isOpen()).as("B, unused for less than the idle limit")
+                        .isTrue();
+                connections.closeUnlocated(java.util.Set.of(a.localAddress()), true);
                 assertThat(((ExporterSetup.Setup) toB.join()).connection().isOpen()).as("B, where no partition was located").isFalse();
+                assertThat(connections.connectedEarly()).as("nothing left connected early").isFalse();
                 assertThat(c.isOpen()).isTrue();
                 assertThat(ready(connections, b.localAddress())).as("B connected again when asked").isNotNull();
                 assertThat(reconnects.get()).as("connecting to B once it is asked for is no reconnect").isZero();
