@@ -110,8 +110,8 @@ final class ExporterConnections implements AutoCloseable {
         lastUsedNanos.put(exporter, now);
         Map<String, TopicPartition> topics = readingFrom.computeIfAbsent(exporter, e -> new HashMap<>());
         reading.forEach(tp -> topics.putIfAbsent(tp.topic(), tp));
-        if (!reading.isEmpty()) {
-            unlocated.remove(exporter);
+        if (!reading.isEmpty() && unlocated.remove(exporter)) {
+            proofRetryAtNanos.remove(exporter); // A refusal while unlocated: proven again at once, now that it counts.
         }
         RdmaConnection c = open.get(exporter);
         if (c != null && !c.isOpen()) {
@@ -138,8 +138,8 @@ final class ExporterConnections implements AutoCloseable {
      * Starts connecting to (and proving the token to, the proof naming {@code topics}) {@code exporters} before any
      * partition is located there: a new consumer's likely exporters ({@link ExporterLocator#likelyExporters}), set up
      * while its KafkaConsumer fetches metadata and offsets rather than after. One that cannot be reached costs no
-     * reconnect backoff, and one that refuses the token does not count against it (it may serve another cluster): a
-     * partition located there connects, or proves, again at once, as without this.
+     * reconnect backoff, and one that refuses the token does not count against it (it may serve another cluster) and
+     * leaves no proof backoff: a partition located there connects, or proves, again at once, as without this.
      */
     void connectEarly(Collection<InetSocketAddress> exporters, Collection<String> topics) {
         for (InetSocketAddress exporter : exporters) {
@@ -333,6 +333,7 @@ final class ExporterConnections implements AutoCloseable {
                 drop(exporter);
                 lastUsedNanos.remove(exporter);
                 readingFrom.remove(exporter);
+                unlocated.remove(exporter);
             }
         }
     }

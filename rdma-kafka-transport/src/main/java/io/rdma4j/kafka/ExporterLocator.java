@@ -4,6 +4,7 @@ import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.utils.Utils;
 
 import java.net.InetSocketAddress;
@@ -53,20 +54,23 @@ final class ExporterLocator {
     private final java.util.function.IntUnaryOperator exporterPort;
     private final String rack;
     private final Function<String, List<PartitionInfo>> metadata;
+    /** Arms the consumer's wakeup() again after the metadata call took it ({@link #partitionInfo}). */
+    private final Runnable wakeUpAgain;
     private final Map<TopicPartition, Target> located = new HashMap<>();
     private final Map<TopicPartition, Integer> publishedLeaders = new HashMap<>();
 
     private ExporterLocator(InetSocketAddress override, java.util.function.IntUnaryOperator exporterPort, String rack,
-                            Function<String, List<PartitionInfo>> metadata) {
+                            Function<String, List<PartitionInfo>> metadata, Runnable wakeUpAgain) {
         this.override = override;
         this.exporterPort = exporterPort;
         this.rack = rack == null || rack.isBlank() ? null : rack;
         this.metadata = metadata;
+        this.wakeUpAgain = wakeUpAgain;
     }
 
     /** Every partition from the exporter at {@code address}. */
     static ExporterLocator fixed(InetSocketAddress address) {
-        return new ExporterLocator(address, brokerPort -> -1, null, topic -> List.of());
+        return new ExporterLocator(address, brokerPort -> -1, null, topic -> List.of(), () -> { });
     }
 
     /**
@@ -82,7 +86,16 @@ final class ExporterLocator {
     /** Each partition from the exporter of its chosen replica's broker, on the port {@code exporterPort} gives for the broker's. */
     static ExporterLocator perBroker(java.util.function.IntUnaryOperator exporterPort, String rack,
                                      Function<String, List<PartitionInfo>> metadata) {
-        return new ExporterLocator(null, exporterPort, rack, metadata);
+        return perBroker(exporterPort, rack, metadata, () -> { });
+    }
+
+    /**
+     * As above; {@code wakeUpAgain} arms the consumer's {@code wakeup()} again when the metadata call took it, so that
+     * the next poll throws the {@code WakeupException} where a KafkaConsumer's would.
+     */
+    static ExporterLocator perBroker(java.util.function.IntUnaryOperator exporterPort, String rack,
+                                     Function<String, List<PartitionInfo>> metadata, Runnable wakeUpAgain) {
+        return new ExporterLocator(null, exporterPort, rack, metadata, wakeUpAgain);
     }
 
     /**
@@ -157,6 +170,11 @@ final class ExporterLocator {
         return target;
     }
 
+    /** Where {@code tp} is read, as last located; null when it is not located now. Asks for no metadata. */
+    Target located(TopicPartition tp) {
+        return override != null ? new Target(override, -1, -1) : located.get(tp);
+    }
+
     /**
      * Whether the consumer's metadata has an address for broker {@code nodeId} among {@code tp}'s replicas. It has none
      * for a broker that was offline when the metadata was last refreshed, even when it is back now.
@@ -189,6 +207,11 @@ final class ExporterLocator {
         List<PartitionInfo> infos;
         try {
             infos = metadata.apply(tp.topic());
+        } catch (WakeupException e) {
+            // The application's wakeup(), taken by this lookup in the middle of a poll that may hold records already:
+            // armed again, it ends the next poll before that fetches anything, as KafkaConsumer's would.
+            wakeUpAgain.run();
+            return null;
         } catch (KafkaException e) {
             return null; // Not known yet, or not authorized: the normal fetch path reports it.
         }

@@ -150,22 +150,29 @@ final class RdmaFetcher implements AutoCloseable {
 
     /**
      * Closes the connections made early to exporters no partition of {@code assigned} is read from, once each has its
-     * exporter; with nothing assigned, once they went unused for {@code connections.max.idle.ms}. Asked after each
-     * poll's fetches, while such connections are open.
+     * exporter located (by the fetches: this asks for no metadata); until then, and with nothing assigned, once they
+     * went unused for {@code connections.max.idle.ms}. Asked after each poll's fetches, while such connections are open.
      */
     void settleEarly(Set<TopicPartition> assigned) {
         if (!connections.connectedEarly()) {
             return;
         }
         Set<InetSocketAddress> readFrom = new java.util.HashSet<>();
+        boolean located = !assigned.isEmpty();
         for (TopicPartition tp : assigned) {
-            ExporterLocator.Target target = locator.locate(tp);
+            ExporterLocator.Target target = locator.located(tp);
             if (target == null) {
-                return;
+                located = false;
+            } else {
+                readFrom.add(target.address());
             }
-            readFrom.add(target.address());
         }
-        connections.closeUnlocated(readFrom, !assigned.isEmpty());
+        connections.closeUnlocated(readFrom, located);
+    }
+
+    /** Whether the first poll's early connections are still to be made ({@link #connectEarly}). */
+    boolean connectsEarly() {
+        return !likelyExporters.isEmpty();
     }
 
     /**

@@ -103,7 +103,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                 rdmaMetrics.transport(t.metrics());
                 ExporterLocator locator = rdmaConfig.exporterAddress() != null ? ExporterLocator.fixed(rdmaConfig.exporterAddress())
                         : ExporterLocator.perBroker(rdmaConfig::exporterPortFor, java.util.Objects.toString(kafka.get(ConsumerConfig.CLIENT_RACK_CONFIG), null),
-                        topic -> delegate.partitionsFor(topic, METADATA_WAIT));
+                        topic -> delegate.partitionsFor(topic, METADATA_WAIT), delegate::wakeup);
                 credentials = rdmaConfig.delegationToken() ? new DelegationTokenCredentials(kafka, rdmaConfig.tokenLifetime(),
                         rdmaConfig.fallbackBackoff(), rdmaConfig.tokenLinger()) : null;
                 f = new RdmaFetcher(t, locator, credentials, new ExporterConnections.Timing(rdmaConfig.fallbackBackoff(),
@@ -204,7 +204,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
             if (autoCommit != null) {
                 autoCommit.beforePoll();
             }
-            if (first && fetcher != null) {
+            if (first && fetcher != null && fetcher.connectsEarly()) {
                 fetcher.connectEarly(topicsRead());
             }
             Duration wait = first ? Duration.ZERO : Duration.ofNanos(Math.max(0, Math.min(rdmaConfig.pollInterval().toNanos(), deadline - System.nanoTime())));

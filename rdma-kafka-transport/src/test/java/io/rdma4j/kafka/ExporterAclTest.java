@@ -603,7 +603,8 @@ class ExporterAclTest {
                 rdma.poll(Duration.ZERO); // connects and proves; its partitions are fetched through Kafka meanwhile
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
                 while (rdma.settingUpExporters() || own.authenticatedConnections() == 0) {
-                    assertThat(System.nanoTime()).as("the token proven within 30 s").isLessThan(deadline);
+                    assertThat(System.nanoTime()).as("the token proven within 30 s (proofs refused: %d)", own.rejectedTokenProofs())
+                            .isLessThan(deadline);
                     Thread.sleep(20);
                 }
                 assertThat(own.directoryRequests()).as("no poll since the first").isZero();

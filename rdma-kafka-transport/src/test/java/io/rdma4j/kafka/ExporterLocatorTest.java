@@ -85,6 +85,17 @@ class ExporterLocatorTest {
     }
 
     @Test
+    void aWakeupTakenByTheMetadataCallIsArmedAgainForTheNextPoll() {
+        java.util.concurrent.atomic.AtomicInteger armed = new java.util.concurrent.atomic.AtomicInteger();
+        ExporterLocator locator = ExporterLocator.perBroker(brokerPort -> PORT, null, topic -> {
+            throw new org.apache.kafka.common.errors.WakeupException();
+        }, armed::incrementAndGet);
+        assertThat(locator.locate(TP)).as("not located now").isNull();
+        assertThat(armed.get()).as("the consumer's wakeup() armed again").isEqualTo(1);
+        assertThat(locator.located(TP)).isNull();
+    }
+
+    @Test
     void eachPartitionIsReadFromItsLeadersExporterOnThePortConvention() {
         partition(B2, new Node[] {B2, B3}, new Node[] {B2, B3});
         ExporterLocator.Target t = perBroker(null).locate(TP);
