@@ -149,14 +149,15 @@ final class RdmaFetcher implements AutoCloseable {
     }
 
     /**
-     * Closes the connections made early to exporters no partition of {@code assigned} is read from, once each has its
+     * Closes the connections made early to exporters no assigned partition is read from, once each has its
      * exporter located (by the fetches: this asks for no metadata); until then, and with nothing assigned, once they
      * went unused for {@code connections.max.idle.ms}. Asked after each poll's fetches, while such connections are open.
      */
-    void settleEarly(Set<TopicPartition> assigned) {
+    void settleEarly(java.util.function.Supplier<Set<TopicPartition>> assignment) {
         if (!connections.connectedEarly()) {
             return;
         }
+        Set<TopicPartition> assigned = assignment.get();
         Set<InetSocketAddress> readFrom = new java.util.HashSet<>();
         boolean located = !assigned.isEmpty();
         for (TopicPartition tp : assigned) {

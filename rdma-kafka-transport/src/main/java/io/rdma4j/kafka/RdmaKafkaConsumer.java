@@ -217,7 +217,7 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
                 return onConsume(fromKafka);
             }
             ConsumerRecords<K, V> merged = merge.merge(fromKafka);
-            fetcher.settleEarly(delegate.assignment());
+            fetcher.settleEarly(delegate::assignment);
             if (merged != null) {
                 return onConsume(merged);
             }
