@@ -123,7 +123,7 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
                 decodeAhead(configs), TransportConfig.fromProperties(transportKeys, PREFIX),
                 Duration.ofMillis(positive(configs, KEEPALIVE, 60_000)),
                 Duration.ofMillis(positive(configs, ConsumerConfig.CONNECTIONS_MAX_IDLE_MS_CONFIG, 540_000)), Duration.ofMillis(setupWait),
-                booleanValue(configs, CONNECT_EARLY, true));
+                ExporterConfig.booleanValue(configs, CONNECT_EARLY, true));
     }
 
     /** The port of the exporter of a broker that clients reach on {@code brokerPort}. */
@@ -156,18 +156,6 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
         String text = v.toString().trim();
         if (!text.equalsIgnoreCase("true") && !text.equalsIgnoreCase("false")) {
             throw new IllegalArgumentException(DECODE_AHEAD + " needs true, false or auto, got '" + v + "'");
-        }
-        return Boolean.parseBoolean(text);
-    }
-
-    private static boolean booleanValue(Map<String, ?> configs, String key, boolean fallback) {
-        Object v = configs.get(key);
-        if (v == null) {
-            return fallback;
-        }
-        String text = v.toString().trim();
-        if (!text.equalsIgnoreCase("true") && !text.equalsIgnoreCase("false")) {
-            throw new IllegalArgumentException(key + " needs true or false, got '" + v + "'");
         }
         return Boolean.parseBoolean(text);
     }

@@ -26,6 +26,6 @@ class RdmaConsumerConfigTest {
         assertThat(RdmaConsumerConfig.from(Map.of(RdmaConsumerConfig.CONNECT_EARLY, " false ")).connectEarly()).isFalse();
         assertThat(RdmaConsumerConfig.from(Map.of(RdmaConsumerConfig.CONNECT_EARLY, true)).connectEarly()).isTrue();
         assertThatThrownBy(() -> RdmaConsumerConfig.from(Map.of(RdmaConsumerConfig.CONNECT_EARLY, "soon")))
-                .isInstanceOf(IllegalArgumentException.class).hasMessage("rdma.fetch.connect.early needs true or false, got 'soon'");
+                .isInstanceOf(IllegalArgumentException.class).hasMessage("rdma.fetch.connect.early must be true or false, got 'soon'");
     }
 }

@@ -133,7 +133,7 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
         });
         String bootstrap = string(props, BOOTSTRAP, null);
         return new ExporterConfig(logDirs, bootstrap, listenAddress(props, bootstrap),
-                millis(props, INTERVAL, "50"), millis(props, GRACE, "5000"), bool(props, INTERNAL_TOPICS),
+                millis(props, INTERVAL, "50"), millis(props, GRACE, "5000"), booleanValue(props, INTERNAL_TOPICS, false),
                 AclMode.parse(ACLS, string(props, ACLS, "auto")), millis(props, ACL_CACHE, "30000"),
                 string(props, TOKEN_MECHANISM, "SCRAM-SHA-512"), admin,
                 TransportConfig.fromProperties(transportProps, "rdma."), millis(props, CONNECTIONS_MAX_IDLE, "600000"));
@@ -210,8 +210,9 @@ public record ExporterConfig(List<Path> logDirs, String bootstrapServers, InetSo
         }
     }
 
-    private static boolean bool(Map<String, ?> props, String key) {
-        String v = string(props, key, "false");
+    /** The {@code true} or {@code false} under {@code key} (either case, trimmed), or {@code fallback}; for consumers' keys too. */
+    public static boolean booleanValue(Map<String, ?> props, String key, boolean fallback) {
+        String v = string(props, key, Boolean.toString(fallback));
         if (!v.equalsIgnoreCase("true") && !v.equalsIgnoreCase("false")) {
             throw new IllegalArgumentException(key + " must be true or false, got '" + v + "'");
         }
