@@ -28,8 +28,13 @@ import java.util.function.LongSupplier;
  * follows the reply). At most
  * one lookup per partition is held; it serves the fetch only when that asks the same connection from the same
  * offset, and is dropped with its partition. Its watermark serves only the cursor made from it, and only while younger
- * than {@link SegmentLocator#WATERMARK_REUSE}; otherwise the watermark is read when asked. Used by the polling thread
- * only.
+ * than {@link SegmentLocator#WATERMARK_REUSE}; otherwise the watermark is read when asked.
+ *
+ * <p>A new consumer's connections are often ready before its positions, which wait for the internal consumer's offset
+ * reset ({@code ListOffsets}). Its lookups then go out for where the reset is expected to go
+ * ({@link SegmentDirectory.Request#EARLIEST}, {@link SegmentDirectory.Request#LATEST}), and the exporter answers from
+ * its log start or high watermark: the reply serves the fetch when the position turns out to be the offset it
+ * resolved to, sparing the round trip after the reset; otherwise the fetch asks again. Used by the polling thread only.
  */
 final class DirectoryLookups {
 
@@ -56,10 +61,15 @@ final class DirectoryLookups {
         this.clock = clock;
     }
 
-    /** Sends the lookup of {@code tp} from {@code fromOffset} on {@code c} unless the same one is held already. */
+    /**
+     * Sends the lookup of {@code tp} from {@code fromOffset} (an offset, or where an offset reset goes) on {@code c}
+     * unless one that may serve it is held already: the same, or one for a reset not answered yet or answered at
+     * {@code fromOffset}.
+     */
     void sendAhead(RdmaConnection c, TopicPartition tp, long fromOffset) {
         Ahead held = ahead.get(tp);
-        if (held != null && held.connection == c && held.fromOffset == fromOffset) {
+        if (held != null && held.connection == c && (held.fromOffset == fromOffset || held.fromOffset < 0
+                && (!held.reply.isDone() || resolved(held) == fromOffset))) {
             return;
         }
         long sentNanos = clock.getAsLong(); // before the request: the watermark its reply carries is no older
@@ -81,11 +91,16 @@ final class DirectoryLookups {
         ahead.put(tp, new Ahead(c, fromOffset, reply, watermark, sentNanos));
     }
 
-    /** The directory of {@code tp} from {@code fromOffset}: the reply to the lookup sent ahead if it matches, else asked now. */
+    /**
+     * The directory of {@code tp} from {@code fromOffset}: the reply to the lookup sent ahead if it matches (for a
+     * reset, once its reply says where it resolved; it was sent before any lookup asked now would be), else asked now.
+     */
     SegmentDirectory.Response lookUp(RdmaConnection c, TopicPartition tp, long fromOffset) {
         Ahead held = ahead.remove(tp);
         watermarks.remove(tp);
-        if (held == null || held.connection != c || held.fromOffset != fromOffset) {
+        boolean serves = held != null && held.connection == c
+                && (held.fromOffset == fromOffset || held.fromOffset < 0 && resolved(held) == fromOffset);
+        if (!serves) {
             sent.increment();
             long sentNanos = clock.getAsLong();
             SegmentDirectory.Response r = SegmentDirectory.Response.fromBytes(c.requestAndWait(RequestTypes.KAFKA_DIRECTORY,
@@ -112,6 +127,22 @@ final class DirectoryLookups {
             watermarks.put(tp, new WatermarkAhead(c, r.watermarkRegion(), held.watermark, held.sentNanos));
         }
         return r;
+    }
+
+    /**
+     * The offset the reply to {@code held} serves from, waiting for it (by the connection's operation timeout at the
+     * latest); -1 when it failed, is malformed, is not OK or says no offset.
+     */
+    private static long resolved(Ahead held) {
+        try {
+            SegmentDirectory.Response r = SegmentDirectory.Response.fromBytes(held.reply.get().duplicate());
+            return r.status() == SegmentDirectory.Status.OK ? SegmentDirectory.Request.resolve(held.fromOffset, r.watermark()) : -1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return -1;
+        } catch (ExecutionException | RuntimeException e) {
+            return -1; // asked again, which fails the fetch if the connection did
+        }
     }
 
     /**

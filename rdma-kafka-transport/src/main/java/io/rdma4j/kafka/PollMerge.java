@@ -89,12 +89,19 @@ final class PollMerge<K, V> {
                 fellBack(tp, notReady);
                 continue;
             }
-            long position = positions.position(tp);
+            long position;
             if (!lookedAhead) {
-                // Once a position is known (a new consumer's first wait, for the offsets to reset, is over), so are
-                // the others, mostly: their lookups go out together, before this partition's fetch waits for its own.
-                fetcher.lookUpAhead(turn, positions);
+                // The lookups go out together, before this partition's fetch waits for its own. A new consumer's
+                // positions wait for the offset reset: its lookups go out for where that is expected to go, and those
+                // it missed once the positions are known (then mostly all of them are).
+                boolean resetting = fetcher.lookUpAhead(turn, positions);
+                position = positions.position(tp);
+                if (resetting) {
+                    fetcher.lookUpAhead(turn, positions);
+                }
                 lookedAhead = true;
+            } else {
+                position = positions.position(tp);
             }
             FetchResult result;
             try {

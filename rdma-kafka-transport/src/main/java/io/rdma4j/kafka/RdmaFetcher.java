@@ -26,6 +26,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.LongAdder;
@@ -177,27 +178,36 @@ final class RdmaFetcher implements AutoCloseable {
     }
 
     /**
-     * Sends, without waiting, the directory lookup of each of {@code partitions} whose connection is ready, whose
-     * position is known and where nothing is located yet ({@link DirectoryLookups}): a new consumer's lookups then
-     * overlap instead of coming one after another, each after the fetch before it.
+     * Sends, without waiting, the directory lookup of each of {@code partitions} whose connection is ready and where
+     * nothing is located yet ({@link DirectoryLookups}): a new consumer's lookups then overlap instead of coming one
+     * after another, each after the fetch before it. A partition whose position is still being reset is looked up
+     * from where the reset is expected to go ({@link ReadPositions#resetGuess}), if that can be told. Returns whether
+     * any position was still being reset.
      */
-    void lookUpAhead(Collection<TopicPartition> partitions, ReadPositions positions) {
+    boolean lookUpAhead(Collection<TopicPartition> partitions, ReadPositions positions) {
+        boolean resetting = false;
         for (TopicPartition tp : partitions) {
             ExporterLocator.Target target = locator.locate(tp);
             RdmaConnection c = target == null ? null : connections.get(target.address(), List.of(tp));
             if (c == null) {
                 continue;
             }
-            long position;
+            long from;
             try {
-                position = positions.position(tp, Duration.ZERO);
-            } catch (org.apache.kafka.common.errors.TimeoutException notYet) { // being reset: the fetch waits for it
-                continue;
+                from = positions.position(tp, Duration.ZERO);
+            } catch (org.apache.kafka.common.errors.TimeoutException notYet) {
+                resetting = true;
+                OptionalLong guess = positions.resetGuess(tp);
+                if (guess.isEmpty()) {
+                    continue; // the fetch waits for the position, then looks it up
+                }
+                from = guess.getAsLong();
             }
-            if (!segments.locatedAt(tp, position, target.address())) {
-                directories.sendAhead(c, tp, position);
+            if (!segments.locatedAt(tp, from, target.address())) {
+                directories.sendAhead(c, tp, from);
             }
         }
+        return resetting;
     }
 
     /** Directory lookups sent to exporters, ahead or not. */

@@ -91,7 +91,8 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         boolean readCommitted = "read_committed".equals(String.valueOf(kafka.getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "")).trim().toLowerCase(Locale.ROOT));
         boolean ownAutoCommit = rdmaConfig.enabled() && AutoCommit.takeOver(kafka);
         this.delegate = new KafkaConsumer<>(kafka, keys, values);
-        this.positions = new ReadPositions(delegate);
+        this.positions = new ReadPositions(delegate, String.valueOf(kafka.getOrDefault(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "latest")),
+                readCommitted);
         this.autoCommit = ownAutoCommit ? AutoCommit.of(delegate, positions::consumed, kafka) : null;
         this.rdmaMetrics = new RdmaFetchMetrics(RdmaFetchMetrics.clientIdOf(delegate));
         RdmaTransport t = null;
@@ -349,13 +350,17 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     @Override
     public void seekToBeginning(Collection<TopicPartition> partitions) {
         delegate.seekToBeginning(partitions);
-        positions.forget(partitions.isEmpty() ? delegate.assignment() : partitions); // none named: all, as in Kafka
+        Collection<TopicPartition> reset = partitions.isEmpty() ? delegate.assignment() : partitions; // none named: all, as in Kafka
+        positions.forget(reset);
+        positions.resetting(reset, false);
     }
 
     @Override
     public void seekToEnd(Collection<TopicPartition> partitions) {
         delegate.seekToEnd(partitions);
-        positions.forget(partitions.isEmpty() ? delegate.assignment() : partitions);
+        Collection<TopicPartition> reset = partitions.isEmpty() ? delegate.assignment() : partitions;
+        positions.forget(reset);
+        positions.resetting(reset, true);
     }
 
     @Override public long position(TopicPartition partition) { return positions.position(partition); }

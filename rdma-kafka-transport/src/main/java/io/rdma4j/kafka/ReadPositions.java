@@ -1,5 +1,6 @@
 package io.rdma4j.kafka;
 
+import io.rdma4j.kafka.protocol.SegmentDirectory;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
@@ -11,13 +12,15 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 
 /**
  * The positions of partitions that RDMA read past the internal consumer's own position. {@code KafkaConsumer} logs
  * every {@code seek} at INFO, so RDMA reads do not move its positions: they are kept here, and whatever reads positions
  * (position(), commits, auto-commit) takes them from here first. A partition goes back to Kafka's fetch path with
- * one seek ({@link #handBack}).
+ * one seek ({@link #handBack}). Where a position is not known yet, it also tells where the internal consumer's offset
+ * reset is expected to go ({@link #resetGuess}).
  */
 final class ReadPositions {
 
@@ -34,19 +37,63 @@ final class ReadPositions {
      */
     private final Set<TopicPartition> revokedBehind = new HashSet<>();
 
-    ReadPositions(Consumer<?, ?> delegate) {
+    /**
+     * Where the internal consumer's offset reset of a partition is expected to go ({@link SegmentDirectory.Request#EARLIEST}
+     * or {@link SegmentDirectory.Request#LATEST}), where {@code seekToBeginning} or {@code seekToEnd} said so, until its
+     * position is known; {@link #NO_GUESS} where it cannot be told. The others go by {@link #resetByConfig}.
+     */
+    private final Map<TopicPartition, Long> resetTo = new HashMap<>();
+    /** Where {@code auto.offset.reset} sends a partition without a position, or {@link #NO_GUESS}. */
+    private final long resetByConfig;
+    /** Whether {@code isolation.level=read_committed}: its latest offset is the last stable one, which no exporter answers at. */
+    private final boolean readCommitted;
+
+    private static final long NO_GUESS = Long.MIN_VALUE;
+
+    ReadPositions(Consumer<?, ?> delegate, String autoOffsetReset, boolean readCommitted) {
         this.delegate = delegate;
+        this.readCommitted = readCommitted;
+        this.resetByConfig = switch (autoOffsetReset.trim().toLowerCase(java.util.Locale.ROOT)) {
+            case "earliest" -> SegmentDirectory.Request.EARLIEST;
+            case "latest" -> readCommitted ? NO_GUESS : SegmentDirectory.Request.LATEST;
+            default -> NO_GUESS; // none, by_duration:...: no exporter answers there
+        };
     }
 
     /** The next offset to read from {@code tp}, as {@code KafkaConsumer.position} (it may block to learn it). */
     long position(TopicPartition tp, Duration timeout) {
         Ahead a = ahead.get(tp);
-        return a != null ? a.next().offset() : delegate.position(tp, timeout);
+        return a != null ? a.next().offset() : positioned(tp, delegate.position(tp, timeout));
     }
 
     long position(TopicPartition tp) {
         Ahead a = ahead.get(tp);
-        return a != null ? a.next().offset() : delegate.position(tp);
+        return a != null ? a.next().offset() : positioned(tp, delegate.position(tp));
+    }
+
+    private long positioned(TopicPartition tp, long position) {
+        if (!resetTo.isEmpty()) {
+            resetTo.remove(tp); // reset done: a later one (out of range) goes by auto.offset.reset
+        }
+        return position;
+    }
+
+    /** These partitions are reset to their beginning ({@code earliest}) or end ({@code latest}). */
+    void resetting(Collection<TopicPartition> partitions, boolean toEnd) {
+        long to = !toEnd ? SegmentDirectory.Request.EARLIEST : readCommitted ? NO_GUESS : SegmentDirectory.Request.LATEST;
+        for (TopicPartition tp : partitions) {
+            resetTo.put(tp, to);
+        }
+    }
+
+    /**
+     * Where the offset reset of {@code tp}, whose position is not known yet, is expected to go: the offset a
+     * directory lookup can be sent from before it is done. Empty where it cannot be told (committed offsets, when a
+     * group has some, are not known here: the lookup then misses and is asked again).
+     */
+    OptionalLong resetGuess(TopicPartition tp) {
+        long to = resetTo.getOrDefault(tp, resetByConfig);
+        return to == NO_GUESS ? OptionalLong.empty() : OptionalLong.of(to);
     }
 
     /** RDMA read {@code tp} up to {@code next} (its records before it were returned). */
@@ -64,6 +111,7 @@ final class ReadPositions {
     void forget(Collection<TopicPartition> partitions) {
         ahead.keySet().removeAll(partitions);
         revokedBehind.removeAll(partitions);
+        resetTo.keySet().removeAll(partitions);
     }
 
     /** These partitions are revoked: RDMA reads them no more, and what it returned is committed no more either. */
@@ -78,11 +126,13 @@ final class ReadPositions {
     void forgetAll() {
         ahead.clear();
         revokedBehind.clear();
+        resetTo.clear();
     }
 
     void retain(Set<TopicPartition> assigned) {
         ahead.keySet().retainAll(assigned);
         revokedBehind.retainAll(assigned);
+        resetTo.keySet().retainAll(assigned);
     }
 
     /** Moves the internal consumer to where RDMA left {@code tp}, before Kafka's fetch path takes it over. */

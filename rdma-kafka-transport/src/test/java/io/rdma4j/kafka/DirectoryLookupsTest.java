@@ -184,6 +184,70 @@ class DirectoryLookupsTest {
         assertThat(requests).as("the lookup of a partition no longer assigned was dropped").hasValue(5);
     }
 
+    /**
+     * Lookups sent while the positions wait for the offset reset, for where it is expected to go: a reply serves the
+     * fetch from the offset its watermark resolves the request to, and the lookup for a known position sent meanwhile
+     * does not replace one still unanswered.
+     */
+    @Test
+    void aLookupSentForAnOffsetResetServesTheFetchFromWhereItResolved() throws InterruptedException {
+        Watermark carried = new Watermark(60, 50, 300, 50, 60, 50, 1, 5, Watermark.UNKNOWN_LEADER); // log start 50, HW 60
+        directory = new SegmentDirectory.Response(SegmentDirectory.Status.OK, watermark.descriptor(), 0, directory.segments(), carried);
+        lookups.sendAhead(c, TP0, SegmentDirectory.Request.EARLIEST);
+        lookups.sendAhead(c, TP1, SegmentDirectory.Request.LATEST);
+        eventually("both at the exporter", () -> unanswered.keySet().equals(Set.of(0, 1)));
+        lookups.sendAhead(c, TP0, 50); // the position known before the reply: the reset's lookup may serve it
+        assertThat(requests).hasValue(2);
+
+        answer(TP0);
+        answer(TP1);
+        assertThat(lookups.lookUp(c, TP0, 50)).isEqualTo(directory);
+        assertThat(lookups.watermarkAhead(c, TP0, watermark.descriptor())).isEqualTo(carried);
+        assertThat(lookups.lookUp(c, TP1, 60)).isEqualTo(directory);
+        assertThat(requests).as("no lookup after the reset").hasValue(2);
+        assertThat(lookups.sent.sum()).isEqualTo(2);
+        assertThat(readsDone()).as("the watermark came with the replies").isZero();
+    }
+
+    /**
+     * A reset that went elsewhere than guessed (a committed offset, a log start moved meanwhile), an exporter that
+     * does not answer there, or a failed reply: the fetch asks from its position, and fails only if that fails.
+     */
+    @Test
+    void aLookupForAnOffsetResetThatWentElsewhereIsAskedAgain() throws InterruptedException {
+        Watermark carried = new Watermark(60, 50, 300, 50, 60, 50, 1, 5, Watermark.UNKNOWN_LEADER);
+        directory = new SegmentDirectory.Response(SegmentDirectory.Status.OK, watermark.descriptor(), 0, directory.segments(), carried);
+        lookups.sendAhead(c, TP0, SegmentDirectory.Request.EARLIEST);
+        answer(TP0);
+        // Answered at 50: sent again from 55, now or (the reply still on its way) at the fetch.
+        lookups.sendAhead(c, TP0, 55);
+        assertThat(lookups.lookUp(c, TP0, 55)).isEqualTo(directory);
+        assertThat(requests).hasValue(2);
+
+        lookups.sendAhead(c, TP1, SegmentDirectory.Request.EARLIEST);
+        answer(TP1);
+        assertThat(lookups.lookUp(c, TP1, 57)).as("the position known only at the fetch").isEqualTo(directory);
+        assertThat(requests).hasValue(4);
+
+        lookups.sendAhead(c, TP2, SegmentDirectory.Request.LATEST);
+        eventually("the exporter got the lookup", () -> unanswered.containsKey(TP2.partition()));
+        unanswered.remove(TP2.partition()).complete(ByteBuffer.wrap(new SegmentDirectory.Response(
+                SegmentDirectory.Status.OFFSET_NOT_EXPORTED, watermark.descriptor(), -1, List.of()).toBytes()));
+        CompletableFuture<SegmentDirectory.Response> notThere = CompletableFuture.supplyAsync(() -> lookups.lookUp(c, TP2, 60));
+        answer(TP2);
+        assertThat(notThere.join()).isEqualTo(directory);
+        assertThat(requests).hasValue(6);
+
+        unanswered.clear();
+        lookups.sendAhead(c, TP0, SegmentDirectory.Request.EARLIEST);
+        eventually("the exporter got the lookup", () -> unanswered.containsKey(TP0.partition()));
+        unanswered.remove(TP0.partition()).completeExceptionally(new IllegalStateException("directory broken"));
+        CompletableFuture<SegmentDirectory.Response> failed = CompletableFuture.supplyAsync(() -> lookups.lookUp(c, TP0, 50));
+        answer(TP0);
+        assertThat(failed.join()).as("asked again").isEqualTo(directory);
+        assertThat(requests).hasValue(8);
+    }
+
     @Test
     void aLookupThatFailedFailsTheFetchThatUsesItAndReadsNoWatermark() throws InterruptedException {
         lookups.sendAhead(c, TP0, 7);

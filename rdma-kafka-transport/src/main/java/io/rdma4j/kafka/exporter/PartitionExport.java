@@ -265,9 +265,10 @@ final class PartitionExport implements AutoCloseable {
         return floor == null ? null : floor.getValue();
     }
 
-    /** Answers a directory request. */
-    synchronized SegmentDirectory.Response directory(long fromOffset) {
-        ExportedSegment first = startSegment(fromOffset, true);
+    /** Answers a directory request from {@code requested}: an offset, or the log start or high watermark published now. */
+    synchronized SegmentDirectory.Response directory(long requested) {
+        long fromOffset = SegmentDirectory.Request.resolve(requested, published);
+        ExportedSegment first = fromOffset < 0 ? null : startSegment(fromOffset, true);
         if (first == null || published == null) {
             return new SegmentDirectory.Response(SegmentDirectory.Status.OFFSET_NOT_EXPORTED, watermarkRegion.descriptor(), -1, List.of());
         }

@@ -37,7 +37,33 @@ public final class SegmentDirectory {
         NOT_AUTHORIZED
     }
 
+    /**
+     * @param fromOffset an offset, or {@link #EARLIEST} / {@link #LATEST}: from the log start or the high watermark
+     *                   of the watermark the reply carries (a consumer still waiting for its offset reset asks for
+     *                   where the reset will go; {@link #resolve} tells which offset the reply then serves)
+     */
     public record Request(String topic, int partition, long fromOffset) {
+
+        /** From the log start, as Kafka's {@code ListOffsets} earliest. */
+        public static final long EARLIEST = -2;
+        /** From the high watermark, as Kafka's {@code ListOffsets} latest for a read_uncommitted consumer. */
+        public static final long LATEST = -1;
+
+        /**
+         * The offset a directory asked from {@code fromOffset} starts at, by the watermark {@code published} with it:
+         * the offset itself, the log start for {@link #EARLIEST}, the high watermark for {@link #LATEST}; -1 where
+         * none (no watermark, or another negative offset, which no segment holds).
+         */
+        public static long resolve(long fromOffset, Watermark published) {
+            if (fromOffset >= 0) {
+                return fromOffset;
+            }
+            if (published == null) {
+                return -1;
+            }
+            return fromOffset == EARLIEST ? published.logStartOffset() : fromOffset == LATEST ? published.highWatermark() : -1;
+        }
+
         public byte[] toBytes() {
             byte[] name = topic.getBytes(StandardCharsets.UTF_8);
             return ByteBuffer.allocate(2 + name.length + 4 + 8).putShort((short) name.length)

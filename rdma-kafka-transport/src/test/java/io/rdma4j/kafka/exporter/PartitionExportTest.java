@@ -134,6 +134,34 @@ class PartitionExportTest {
         }
     }
 
+    /**
+     * A consumer still waiting for its offset reset asks from the log start or the high watermark: the answer is the
+     * directory from the offset the published watermark names, which the reply carries; before a watermark is
+     * published, and for any other negative offset, nothing is exported there.
+     */
+    @Test
+    void aDirectoryAskedFromTheLogStartOrTheHighWatermarkStartsAtThePublishedOne() throws Exception {
+        segment(0, "", TestBatches.data(0, 5, 1, false), TestBatches.data(5, 5, 1, false), TestBatches.data(10, 5, 1, false));
+        try (PartitionExport p = export(Duration.ofSeconds(30))) {
+            p.syncSegments();
+            assertThat(p.directory(SegmentDirectory.Request.EARLIEST).status()).as("nothing published yet")
+                    .isEqualTo(SegmentDirectory.Status.OFFSET_NOT_EXPORTED);
+            p.publish(10, 5, 10, LEADER); // records below 5 deleted (DeleteRecords)
+
+            SegmentDirectory.Response earliest = p.directory(SegmentDirectory.Request.EARLIEST);
+            assertThat(earliest).isEqualTo(p.directory(5));
+            assertThat(earliest.startPosition()).as("the second batch").isEqualTo(TestBatches.data(0, 5, 1, false).remaining());
+            assertThat(SegmentDirectory.Request.resolve(SegmentDirectory.Request.EARLIEST, earliest.watermark())).isEqualTo(5);
+
+            SegmentDirectory.Response latest = p.directory(SegmentDirectory.Request.LATEST);
+            assertThat(latest).isEqualTo(p.directory(10));
+            assertThat(SegmentDirectory.Request.resolve(SegmentDirectory.Request.LATEST, latest.watermark())).isEqualTo(10);
+
+            assertThat(p.directory(-3).status()).isEqualTo(SegmentDirectory.Status.OFFSET_NOT_EXPORTED);
+            assertThat(p.directory(Long.MIN_VALUE).status()).isEqualTo(SegmentDirectory.Status.OFFSET_NOT_EXPORTED);
+        }
+    }
+
     @Test
     void anOffsetInASegmentTheCleanerEmptiedIsServedFromTheNextSegment() throws Exception {
         segment(0, ""); // every record removed, and it is the first segment
