@@ -88,8 +88,20 @@ class KafkaExporterProcessBenchmark {
     @Test
     void newConsumersOnThreeBrokersWithExporterProcesses() throws Exception {
         try (KafkaTestCluster cluster = KafkaTestCluster.brokersOn(HOSTS, Map.of())) {
-            Map<String, Object> client = Map.of("bootstrap.servers", cluster.bootstrap());
+            Map<String, Object> client = Map.of("bootstrap.servers", advertised(cluster.bootstrap()));
             run(cluster, false, client, client);
+        }
+    }
+
+    /**
+     * The brokers by the hosts they advertise (127.0.0.1-3, where their exporters listen on one port), as operators
+     * list them in {@code bootstrap.servers}: the test kit's bootstrap names each {@code localhost}, which would point
+     * an RDMA consumer's first-poll connects at the first exporter only.
+     */
+    private static String advertised(String bootstrap) throws Exception {
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            return admin.describeCluster().nodes().get().stream().sorted(java.util.Comparator.comparingInt(org.apache.kafka.common.Node::id))
+                    .map(n -> n.host() + ":" + n.port()).collect(java.util.stream.Collectors.joining(","));
         }
     }
 
