@@ -52,6 +52,8 @@ final class DirectoryLookups {
     private final BiFunction<RdmaConnection, RegionDescriptor, CompletableFuture<Watermark>> readWatermark;
     private final LongSupplier clock;
     private final Map<TopicPartition, Ahead> ahead = new HashMap<>();
+    /** What {@link #resolved} says of a reply that serves no offset: equal to no position nor sentinel. */
+    private static final long UNRESOLVED = Long.MIN_VALUE;
     private final Map<TopicPartition, WatermarkAhead> watermarks = new HashMap<>();
     /** Lookups sent, ahead or not. */
     final LongAdder sent = new LongAdder();
@@ -68,7 +70,7 @@ final class DirectoryLookups {
      */
     void sendAhead(RdmaConnection c, TopicPartition tp, long fromOffset) {
         Ahead held = ahead.get(tp);
-        if (held != null && held.connection == c && (held.fromOffset == fromOffset || held.fromOffset < 0
+        if (held != null && held.connection == c && (held.fromOffset == fromOffset || fromOffset >= 0 && held.fromOffset < 0
                 && (!held.reply.isDone() || resolved(held) == fromOffset))) {
             return;
         }
@@ -99,7 +101,7 @@ final class DirectoryLookups {
         Ahead held = ahead.remove(tp);
         watermarks.remove(tp);
         boolean serves = held != null && held.connection == c
-                && (held.fromOffset == fromOffset || held.fromOffset < 0 && resolved(held) == fromOffset);
+                && (held.fromOffset == fromOffset || fromOffset >= 0 && held.fromOffset < 0 && resolved(held) == fromOffset);
         if (!serves) {
             sent.increment();
             long sentNanos = clock.getAsLong();
@@ -131,17 +133,18 @@ final class DirectoryLookups {
 
     /**
      * The offset the reply to {@code held} serves from, waiting for it (by the connection's operation timeout at the
-     * latest); -1 when it failed, is malformed, is not OK or says no offset.
+     * latest); {@link #UNRESOLVED} when it failed, is malformed, is not OK or says no offset.
      */
     private static long resolved(Ahead held) {
         try {
             SegmentDirectory.Response r = SegmentDirectory.Response.fromBytes(held.reply.get().duplicate());
-            return r.status() == SegmentDirectory.Status.OK ? SegmentDirectory.Request.resolve(held.fromOffset, r.watermark()) : -1;
+            long offset = r.status() == SegmentDirectory.Status.OK ? SegmentDirectory.Request.resolve(held.fromOffset, r.watermark()) : -1;
+            return offset >= 0 ? offset : UNRESOLVED;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return -1;
+            return UNRESOLVED;
         } catch (ExecutionException | RuntimeException e) {
-            return -1; // asked again, which fails the fetch if the connection did
+            return UNRESOLVED; // asked again, which fails the fetch if the connection did
         }
     }
 

@@ -182,7 +182,7 @@ final class RdmaFetcher implements AutoCloseable {
      * nothing is located yet ({@link DirectoryLookups}): a new consumer's lookups then overlap instead of coming one
      * after another, each after the fetch before it. A partition whose position is still being reset is looked up
      * from where the reset is expected to go ({@link ReadPositions#resetGuess}), if that can be told. Returns whether
-     * any position was still being reset.
+     * the position of any partition with a ready connection was still being reset.
      */
     boolean lookUpAhead(Collection<TopicPartition> partitions, ReadPositions positions) {
         boolean resetting = false;

@@ -43,20 +43,25 @@ final class ReadPositions {
      * position is known; {@link #NO_GUESS} where it cannot be told. The others go by {@link #resetByConfig}.
      */
     private final Map<TopicPartition, Long> resetTo = new HashMap<>();
-    /** Where {@code auto.offset.reset} sends a partition without a position, or {@link #NO_GUESS}. */
+    /**
+     * Where {@code auto.offset.reset} sends a partition without a position, or {@link #NO_GUESS}: also where the
+     * consumer has a {@code group.id}, whose committed offsets, unknown here, come first (a restarting group's
+     * partitions would each cost the exporter a lookup from the wrong place).
+     */
     private final long resetByConfig;
-    /** Whether {@code isolation.level=read_committed}: its latest offset is the last stable one, which no exporter answers at. */
+    /** Whether {@code isolation.level=read_committed}: its latest offset is the last stable one, which no sentinel names. */
     private final boolean readCommitted;
 
     private static final long NO_GUESS = Long.MIN_VALUE;
 
-    ReadPositions(Consumer<?, ?> delegate, String autoOffsetReset, boolean readCommitted) {
+    /** @param inGroup whether the consumer has a {@code group.id} (so partitions may start at committed offsets) */
+    ReadPositions(Consumer<?, ?> delegate, String autoOffsetReset, boolean inGroup, boolean readCommitted) {
         this.delegate = delegate;
         this.readCommitted = readCommitted;
-        this.resetByConfig = switch (autoOffsetReset.trim().toLowerCase(java.util.Locale.ROOT)) {
+        this.resetByConfig = inGroup ? NO_GUESS : switch (autoOffsetReset.trim().toLowerCase(java.util.Locale.ROOT)) {
             case "earliest" -> SegmentDirectory.Request.EARLIEST;
             case "latest" -> readCommitted ? NO_GUESS : SegmentDirectory.Request.LATEST;
-            default -> NO_GUESS; // none, by_duration:...: no exporter answers there
+            default -> NO_GUESS; // none, by_duration:...: no sentinel names where those go
         };
     }
 
@@ -78,7 +83,10 @@ final class ReadPositions {
         return position;
     }
 
-    /** These partitions are reset to their beginning ({@code earliest}) or end ({@code latest}). */
+    /**
+     * These partitions are reset to their beginning ({@code earliest}) or end ({@code latest}): {@code seekToBeginning}
+     * and {@code seekToEnd} go there whatever the group committed.
+     */
     void resetting(Collection<TopicPartition> partitions, boolean toEnd) {
         long to = !toEnd ? SegmentDirectory.Request.EARLIEST : readCommitted ? NO_GUESS : SegmentDirectory.Request.LATEST;
         for (TopicPartition tp : partitions) {
@@ -88,8 +96,7 @@ final class ReadPositions {
 
     /**
      * Where the offset reset of {@code tp}, whose position is not known yet, is expected to go: the offset a
-     * directory lookup can be sent from before it is done. Empty where it cannot be told (committed offsets, when a
-     * group has some, are not known here: the lookup then misses and is asked again).
+     * directory lookup can be sent from before it is done. Empty where it cannot be told.
      */
     OptionalLong resetGuess(TopicPartition tp) {
         long to = resetTo.getOrDefault(tp, resetByConfig);
@@ -116,6 +123,7 @@ final class ReadPositions {
 
     /** These partitions are revoked: RDMA reads them no more, and what it returned is committed no more either. */
     void revoke(Collection<TopicPartition> partitions) {
+        resetTo.keySet().removeAll(partitions); // assigned again, it starts at the group's committed offset
         for (TopicPartition tp : partitions) {
             if (ahead.remove(tp) != null) {
                 revokedBehind.add(tp);

@@ -217,17 +217,32 @@ class DirectoryLookupsTest {
     void aLookupForAnOffsetResetThatWentElsewhereIsAskedAgain() throws InterruptedException {
         Watermark carried = new Watermark(60, 50, 300, 50, 60, 50, 1, 5, Watermark.UNKNOWN_LEADER);
         directory = new SegmentDirectory.Response(SegmentDirectory.Status.OK, watermark.descriptor(), 0, directory.segments(), carried);
+        SegmentDirectory.Response atLogStart = directory;
+        // Each lookup asked again is answered from elsewhere in the segment, so that a reply serving the wrong offset shows.
+        SegmentDirectory.Response at55 = new SegmentDirectory.Response(SegmentDirectory.Status.OK, watermark.descriptor(), 120,
+                directory.segments(), carried);
         lookups.sendAhead(c, TP0, SegmentDirectory.Request.EARLIEST);
         answer(TP0);
+        eventually("the exporter answered", () -> unanswered.get(TP0.partition()).isDone());
+        unanswered.remove(TP0.partition());
         // Answered at 50: sent again from 55, now or (the reply still on its way) at the fetch.
         lookups.sendAhead(c, TP0, 55);
-        assertThat(lookups.lookUp(c, TP0, 55)).isEqualTo(directory);
+        CompletableFuture<SegmentDirectory.Response> fetch55 = CompletableFuture.supplyAsync(() -> lookups.lookUp(c, TP0, 55));
+        directory = at55;
+        answer(TP0);
+        assertThat(fetch55.join()).isEqualTo(at55);
         assertThat(requests).hasValue(2);
 
+        directory = atLogStart;
         lookups.sendAhead(c, TP1, SegmentDirectory.Request.EARLIEST);
         answer(TP1);
-        assertThat(lookups.lookUp(c, TP1, 57)).as("the position known only at the fetch").isEqualTo(directory);
+        unanswered.remove(TP1.partition());
+        CompletableFuture<SegmentDirectory.Response> fetch57 = CompletableFuture.supplyAsync(() -> lookups.lookUp(c, TP1, 57));
+        directory = at55;
+        answer(TP1);
+        assertThat(fetch57.join()).as("the position known only at the fetch").isEqualTo(at55);
         assertThat(requests).hasValue(4);
+        directory = atLogStart;
 
         lookups.sendAhead(c, TP2, SegmentDirectory.Request.LATEST);
         eventually("the exporter got the lookup", () -> unanswered.containsKey(TP2.partition()));
@@ -246,6 +261,10 @@ class DirectoryLookupsTest {
         answer(TP0);
         assertThat(failed.join()).as("asked again").isEqualTo(directory);
         assertThat(requests).hasValue(8);
+
+        lookups.sendAhead(c, TP1, SegmentDirectory.Request.EARLIEST);
+        lookups.sendAhead(c, TP1, SegmentDirectory.Request.LATEST); // seekToEnd after seekToBeginning: a lookup of its own
+        eventually("both at the exporter", () -> requests.get() == 10);
     }
 
     @Test

@@ -33,7 +33,7 @@ class ReadPositionsTest {
     void aResetIsExpectedWhereTheLastSeekToASideOrElseAutoOffsetResetSendsIt() {
         try (KafkaConsumer<byte[], byte[]> delegate = internal()) {
             delegate.assign(List.of(A, B, C));
-            ReadPositions positions = new ReadPositions(delegate, " Earliest ", false);
+            ReadPositions positions = new ReadPositions(delegate, " Earliest ", false, false);
             assertThat(positions.resetGuess(A)).hasValue(SegmentDirectory.Request.EARLIEST);
 
             positions.resetting(List.of(B, C), true);
@@ -59,17 +59,36 @@ class ReadPositionsTest {
     void noResetIsExpectedWhereNoExporterAnswers() {
         try (KafkaConsumer<byte[], byte[]> delegate = internal()) {
             delegate.assign(List.of(A));
-            assertThat(new ReadPositions(delegate, "latest", false).resetGuess(A)).hasValue(SegmentDirectory.Request.LATEST);
-            assertThat(new ReadPositions(delegate, "none", false).resetGuess(A)).isEmpty();
-            assertThat(new ReadPositions(delegate, "by_duration:P1D", false).resetGuess(A)).isEmpty();
+            assertThat(new ReadPositions(delegate, "latest", false, false).resetGuess(A)).hasValue(SegmentDirectory.Request.LATEST);
+            assertThat(new ReadPositions(delegate, "none", false, false).resetGuess(A)).isEmpty();
+            assertThat(new ReadPositions(delegate, "by_duration:P1D", false, false).resetGuess(A)).isEmpty();
 
             // read_committed: the latest offset is the last stable one, which an exporter does not answer at
-            ReadPositions readCommitted = new ReadPositions(delegate, "latest", true);
+            ReadPositions readCommitted = new ReadPositions(delegate, "latest", false, true);
             assertThat(readCommitted.resetGuess(A)).isEmpty();
             readCommitted.resetting(List.of(A), false);
             assertThat(readCommitted.resetGuess(A)).hasValue(SegmentDirectory.Request.EARLIEST);
             readCommitted.resetting(List.of(A), true);
             assertThat(readCommitted.resetGuess(A)).isEmpty();
+        }
+    }
+
+    /**
+     * With a {@code group.id}, a partition starts at the group's committed offset where it has one, which is not known
+     * here: only {@code seekToBeginning} and {@code seekToEnd}, which override it, say where it goes, and only until
+     * the partition is revoked.
+     */
+    @Test
+    void inAGroupOnlyASeekToASideTellsWhereTheResetGoes() {
+        try (KafkaConsumer<byte[], byte[]> delegate = internal()) {
+            delegate.assign(List.of(A, B));
+            ReadPositions positions = new ReadPositions(delegate, "earliest", true, false);
+            assertThat(positions.resetGuess(A)).isEmpty();
+            positions.resetting(List.of(A, B), true);
+            assertThat(positions.resetGuess(A)).hasValue(SegmentDirectory.Request.LATEST);
+            positions.revoke(List.of(A));
+            assertThat(positions.resetGuess(A)).as("assigned again: the committed offset").isEmpty();
+            assertThat(positions.resetGuess(B)).hasValue(SegmentDirectory.Request.LATEST);
         }
     }
 }

@@ -33,7 +33,7 @@ class ServedPartitionsTest {
         final KafkaConsumer<byte[], byte[]> delegate = internal();
         final RdmaTransport transport = RdmaTransport.open(TransportConfig.builder().provider("tcp").build());
         final RdmaFetcher fetcher = new RdmaFetcher(transport, new InetSocketAddress("127.0.0.1", 1), Duration.ofSeconds(1));
-        final ReadPositions positions = new ReadPositions(delegate, "latest", false);
+        final ReadPositions positions = new ReadPositions(delegate, "latest", false, false);
         final ServedPartitions served = new ServedPartitions(delegate, fetcher, positions, new RdmaReadLog("tcp"),
                 RdmaFetchMetrics.detached());
 
@@ -174,7 +174,7 @@ class ServedPartitionsTest {
     @Test
     void aRevokedPartitionRdmaWasAheadOnIsNotCommittedAtTheInternalConsumersPosition() {
         try (KafkaConsumer<byte[], byte[]> delegate = internal()) {
-            ReadPositions positions = new ReadPositions(delegate, "latest", false);
+            ReadPositions positions = new ReadPositions(delegate, "latest", false, false);
             delegate.assign(List.of(A, B));
             delegate.seek(A, 100);
             delegate.seek(B, 200);
@@ -190,7 +190,7 @@ class ServedPartitionsTest {
     @Test
     void withRdmaOffOnlyTheApplicationsPausesReachTheInternalConsumer() {
         try (KafkaConsumer<byte[], byte[]> delegate = internal()) {
-            ServedPartitions served = new ServedPartitions(delegate, null, new ReadPositions(delegate, "latest", false), new RdmaReadLog(""),
+            ServedPartitions served = new ServedPartitions(delegate, null, new ReadPositions(delegate, "latest", false, false), new RdmaReadLog(""),
                     RdmaFetchMetrics.detached());
             delegate.assign(Set.of(A, B));
             served.pause(List.of(A));
