@@ -40,9 +40,8 @@ final class AutoCommit {
      * left to Kafka, which refuses {@code true} there.
      */
     static boolean takeOver(Map<String, Object> kafkaConfigs) {
-        Object group = kafkaConfigs.get(ConsumerConfig.GROUP_ID_CONFIG);
         Object enabled = kafkaConfigs.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG);
-        boolean on = group != null && !group.toString().isBlank()
+        boolean on = RdmaConsumerConfig.inGroup(kafkaConfigs)
                 && (enabled == null || Boolean.parseBoolean(enabled.toString().trim().toLowerCase(Locale.ROOT)));
         if (on) {
             kafkaConfigs.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");

@@ -168,6 +168,12 @@ public record RdmaConsumerConfig(boolean enabled, InetSocketAddress exporterAddr
         return v;
     }
 
+    /** Whether the consumer's configs name a {@code group.id}: commits, and committed offsets to start from. */
+    static boolean inGroup(Map<String, Object> configs) {
+        Object group = configs.get(ConsumerConfig.GROUP_ID_CONFIG);
+        return group != null && !group.toString().isBlank();
+    }
+
     /** A Kafka integer setting of the consumer's configs, or {@code fallback}. */
     static int intValue(Map<String, Object> configs, String key, int fallback) {
         Object v = configs.get(key);

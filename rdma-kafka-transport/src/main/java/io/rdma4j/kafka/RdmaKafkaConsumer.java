@@ -91,9 +91,8 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
         boolean readCommitted = "read_committed".equals(String.valueOf(kafka.getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "")).trim().toLowerCase(Locale.ROOT));
         boolean ownAutoCommit = rdmaConfig.enabled() && AutoCommit.takeOver(kafka);
         this.delegate = new KafkaConsumer<>(kafka, keys, values);
-        Object groupId = kafka.get(ConsumerConfig.GROUP_ID_CONFIG);
         this.positions = new ReadPositions(delegate, String.valueOf(kafka.getOrDefault(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "latest")),
-                groupId != null && !groupId.toString().isBlank(), readCommitted);
+                RdmaConsumerConfig.inGroup(kafka), readCommitted);
         this.autoCommit = ownAutoCommit ? AutoCommit.of(delegate, positions::consumed, kafka) : null;
         this.rdmaMetrics = new RdmaFetchMetrics(RdmaFetchMetrics.clientIdOf(delegate));
         RdmaTransport t = null;
