@@ -176,11 +176,8 @@ final class ExporterConnections implements AutoCloseable {
             if (!located && used != null && now - used < timing.maxIdle().toNanos()) {
                 continue;
             }
-            drop(exporter);
-            unlocated.remove(exporter);
-            lastUsedNanos.remove(exporter);
+            close(exporter);
             lastKeepAliveNanos.remove(exporter);
-            readingFrom.remove(exporter);
             retryAtNanos.remove(exporter);
             connectedBefore.remove(exporter); // Connecting when a partition is located there later is no reconnect.
         }
@@ -330,12 +327,17 @@ final class ExporterConnections implements AutoCloseable {
             if (!exporter.equals(inUse) && used != null && now - used >= timing.maxIdle().toNanos()) {
                 LOG.debug("closing the connection to the rdma4j log exporter at {}: unused for {} ms (connections.max.idle.ms)",
                         exporter, timing.maxIdle().toMillis());
-                drop(exporter);
-                lastUsedNanos.remove(exporter);
-                readingFrom.remove(exporter);
-                unlocated.remove(exporter);
+                close(exporter);
             }
         }
+    }
+
+    /** Closes the connection to {@code exporter} and forgets what this consumer read from it and when. */
+    private void close(InetSocketAddress exporter) {
+        drop(exporter);
+        unlocated.remove(exporter);
+        lastUsedNanos.remove(exporter);
+        readingFrom.remove(exporter);
     }
 
     /**

@@ -111,16 +111,15 @@ final class RdmaFetcher implements AutoCloseable {
      */
     boolean connectAhead(Collection<TopicPartition> partitions) {
         Map<InetSocketAddress, List<TopicPartition>> byExporter = new HashMap<>();
-        boolean located = true;
+        boolean ready = true;
         for (TopicPartition tp : partitions) {
             ExporterLocator.Target target = locator.locate(tp);
             if (target == null) {
-                located = false;
+                ready = false;
             } else {
                 byExporter.computeIfAbsent(target.address(), a -> new ArrayList<>()).add(tp);
             }
         }
-        boolean ready = located;
         for (var e : byExporter.entrySet()) {
             ready &= connections.get(e.getKey(), e.getValue()) != null;
         }
