@@ -38,8 +38,12 @@ import java.util.function.LongSupplier;
  */
 final class DirectoryLookups {
 
-    /** A lookup sent ahead; {@code watermark} completes with null where it could not be read (it is then read when asked). */
-    private record Ahead(RdmaConnection connection, long fromOffset, CompletableFuture<ByteBuffer> reply,
+    /**
+     * A lookup sent ahead: its reply parsed once, as it arrives (the polling thread and the watermark's callback both use
+     * it, so neither may read a shared buffer); {@code watermark} completes with null where it could not be read (it is
+     * then read when asked).
+     */
+    private record Ahead(RdmaConnection connection, long fromOffset, CompletableFuture<SegmentDirectory.Response> reply,
                          CompletableFuture<Watermark> watermark, long sentNanos) {
     }
 
@@ -75,16 +79,15 @@ final class DirectoryLookups {
             return;
         }
         long sentNanos = clock.getAsLong(); // before the request: the watermark its reply carries is no older
-        CompletableFuture<ByteBuffer> reply;
+        CompletableFuture<SegmentDirectory.Response> reply;
         try {
-            reply = c.request(RequestTypes.KAFKA_DIRECTORY, request(tp, fromOffset));
+            reply = c.request(RequestTypes.KAFKA_DIRECTORY, request(tp, fromOffset)).thenApply(SegmentDirectory.Response::fromBytes);
         } catch (RdmaException e) {
             ahead.remove(tp);
             return; // the connection failed meanwhile: the fetch finds out, and looks up anew
         }
         sent.increment();
-        CompletableFuture<Watermark> watermark = reply.thenCompose(bytes -> {
-            SegmentDirectory.Response r = SegmentDirectory.Response.fromBytes(bytes.duplicate());
+        CompletableFuture<Watermark> watermark = reply.thenCompose(r -> {
             if (r.status() != SegmentDirectory.Status.OK) {
                 return CompletableFuture.<Watermark>completedFuture(null);
             }
@@ -114,7 +117,7 @@ final class DirectoryLookups {
         }
         SegmentDirectory.Response r;
         try {
-            r = SegmentDirectory.Response.fromBytes(held.reply.get()); // by the connection's operation timeout at the latest
+            r = held.reply.get(); // by the connection's operation timeout at the latest
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new RdmaException("interrupted while waiting for the directory of " + tp + " on " + c, e);
@@ -137,7 +140,7 @@ final class DirectoryLookups {
      */
     private static long resolved(Ahead held) {
         try {
-            SegmentDirectory.Response r = SegmentDirectory.Response.fromBytes(held.reply.get().duplicate());
+            SegmentDirectory.Response r = held.reply.get();
             long offset = r.status() == SegmentDirectory.Status.OK ? SegmentDirectory.Request.resolve(held.fromOffset, r.watermark()) : -1;
             return offset >= 0 ? offset : UNRESOLVED;
         } catch (InterruptedException e) {

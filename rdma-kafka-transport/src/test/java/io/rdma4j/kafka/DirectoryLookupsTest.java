@@ -3,6 +3,7 @@ package io.rdma4j.kafka;
 import io.rdma4j.core.Access;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaListener;
+import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegisteredRegion;
 import io.rdma4j.core.RemoteRequestException;
@@ -275,5 +276,16 @@ class DirectoryLookupsTest {
         assertThatThrownBy(() -> lookups.lookUp(c, TP0, 7)).isInstanceOf(RemoteRequestException.class);
         assertThat(lookups.watermarkAhead(c, TP0, watermark.descriptor())).isNull();
         assertThat(readsDone()).as("a failed reply is followed by no READ").isZero();
+    }
+
+    @Test
+    void aMalformedReplySentAheadFailsTheFetchAsOneAskedNowDoes() throws InterruptedException {
+        lookups.sendAhead(c, TP0, 7);
+        eventually("the exporter got the lookup", () -> unanswered.containsKey(TP0.partition()));
+        unanswered.get(TP0.partition()).complete(ByteBuffer.wrap(new byte[] {(byte) SegmentDirectory.Status.OK.ordinal(), 1}));
+        assertThatThrownBy(() -> lookups.lookUp(c, TP0, 7)).isInstanceOf(ProtocolException.class);
+        assertThat(lookups.watermarkAhead(c, TP0, watermark.descriptor())).isNull();
+        assertThat(readsDone()).as("a malformed reply is followed by no READ").isZero();
+        assertThat(requests).as("not asked again").hasValue(1);
     }
 }
