@@ -112,7 +112,11 @@ public interface RdmaConnection extends AutoCloseable {
         return send(ByteBuffer.wrap(message));
     }
 
-    /** The next message from the peer, in the order sent. Fails with the cause once the connection closes. */
+    /**
+     * The next message from the peer, in the order sent. Fails with the cause once the connection closes. The buffer
+     * is one object for every consumer of the future (its {@code get}, each dependent stage), on whichever threads they
+     * run: where more than one reads it, each takes a {@code duplicate()} first, since relative reads move its position.
+     */
     CompletableFuture<ByteBuffer> receive();
 
     /**
@@ -165,6 +169,9 @@ public interface RdmaConnection extends AutoCloseable {
      * request fails with {@link RdmaTimeoutException} and the connection closes. Fails with
      * {@link RemoteRequestException} when the peer answered with an error (unknown type, refused, handler failed,
      * reply too large, busy), {@link ConnectionClosedException} when the connection closed first.
+     *
+     * <p>The reply buffer is read-only and one object for every consumer of the future, as {@link #receive()}'s is:
+     * parse it once, or {@code duplicate()} it in each consumer.
      */
     CompletableFuture<ByteBuffer> request(int type, ByteBuffer body);
 
