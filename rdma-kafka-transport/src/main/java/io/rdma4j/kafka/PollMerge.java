@@ -89,19 +89,14 @@ final class PollMerge<K, V> {
                 fellBack(tp, notReady);
                 continue;
             }
-            long position;
-            if (!lookedAhead) {
-                // The lookups go out together, before this partition's fetch waits for its own. A new consumer's
-                // positions wait for the offset reset: its lookups go out for where that is expected to go, and those
-                // it missed once the positions are known (then mostly all of them are).
-                boolean resetting = fetcher.lookUpAhead(turn, positions);
-                position = positions.position(tp);
-                if (resetting) {
-                    fetcher.lookUpAhead(turn, positions);
-                }
-                lookedAhead = true;
-            } else {
-                position = positions.position(tp);
+            // The lookups go out together, before this partition's fetch waits for its own. A new consumer's
+            // positions wait for the offset reset: its lookups go out for where that is expected to go, and those it
+            // missed once the positions are known (then mostly all of them are).
+            boolean resetting = !lookedAhead && fetcher.lookUpAhead(turn, positions);
+            lookedAhead = true;
+            long position = positions.position(tp);
+            if (resetting) {
+                fetcher.lookUpAhead(turn, positions);
             }
             FetchResult result;
             try {

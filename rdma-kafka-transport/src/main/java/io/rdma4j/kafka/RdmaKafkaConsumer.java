@@ -350,17 +350,13 @@ public final class RdmaKafkaConsumer<K, V> implements Consumer<K, V> {
     @Override
     public void seekToBeginning(Collection<TopicPartition> partitions) {
         delegate.seekToBeginning(partitions);
-        Collection<TopicPartition> reset = partitions.isEmpty() ? delegate.assignment() : partitions; // none named: all, as in Kafka
-        positions.forget(reset);
-        positions.resetting(reset, false);
+        positions.resetting(partitions.isEmpty() ? delegate.assignment() : partitions, false); // none named: all, as in Kafka
     }
 
     @Override
     public void seekToEnd(Collection<TopicPartition> partitions) {
         delegate.seekToEnd(partitions);
-        Collection<TopicPartition> reset = partitions.isEmpty() ? delegate.assignment() : partitions;
-        positions.forget(reset);
-        positions.resetting(reset, true);
+        positions.resetting(partitions.isEmpty() ? delegate.assignment() : partitions, true);
     }
 
     @Override public long position(TopicPartition partition) { return positions.position(partition); }

@@ -60,7 +60,7 @@ final class ReadPositions {
         this.readCommitted = readCommitted;
         this.resetByConfig = inGroup ? NO_GUESS : switch (autoOffsetReset.trim().toLowerCase(java.util.Locale.ROOT)) {
             case "earliest" -> SegmentDirectory.Request.EARLIEST;
-            case "latest" -> readCommitted ? NO_GUESS : SegmentDirectory.Request.LATEST;
+            case "latest" -> latest();
             default -> NO_GUESS; // none, by_duration:...: no sentinel names where those go
         };
     }
@@ -83,12 +83,19 @@ final class ReadPositions {
         return position;
     }
 
+    /** Where a reset to the end goes, if a sentinel names it: under read_committed the last stable offset, which none does. */
+    private long latest() {
+        return readCommitted ? NO_GUESS : SegmentDirectory.Request.LATEST;
+    }
+
     /**
-     * These partitions are reset to their beginning ({@code earliest}) or end ({@code latest}): {@code seekToBeginning}
-     * and {@code seekToEnd} go there whatever the group committed.
+     * These partitions are reset to their beginning ({@code earliest}) or end ({@code latest}): their positions here
+     * are forgotten ({@link #forget}), and {@code seekToBeginning} and {@code seekToEnd} go there whatever the group
+     * committed.
      */
     void resetting(Collection<TopicPartition> partitions, boolean toEnd) {
-        long to = !toEnd ? SegmentDirectory.Request.EARLIEST : readCommitted ? NO_GUESS : SegmentDirectory.Request.LATEST;
+        forget(partitions);
+        long to = toEnd ? latest() : SegmentDirectory.Request.EARLIEST;
         for (TopicPartition tp : partitions) {
             resetTo.put(tp, to);
         }

@@ -1,9 +1,9 @@
 package io.rdma4j.kafka;
 
 import io.rdma4j.core.Access;
+import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaConnection;
 import io.rdma4j.core.RdmaListener;
-import io.rdma4j.core.ProtocolException;
 import io.rdma4j.core.RdmaTransport;
 import io.rdma4j.core.RegisteredRegion;
 import io.rdma4j.core.RemoteRequestException;
